@@ -1,0 +1,57 @@
+# Two commands do all set-up on a fresh machine:
+#   make up     install everything, then run the local deployment (regions + edge) in the foreground
+#   make test   install everything, then lint, type-check and run the whole test suite
+# Both are idempotent: models and runtimes are cached per user (~/.cache/voicemesh).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+APT_PACKAGES := espeak-ng sox redis-server chromium
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup system-packages python-env models up down test lint typecheck pytest bench clean
+
+setup: system-packages python-env models
+
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "› installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
+	    || { echo "error: apt-get could not install$$missing; install them by hand and re-run"; exit 1; }; \
+	fi
+
+python-env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@echo "› creating $(VENV) and installing voicemesh with its dev tools"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+	@$(BIN)/pip install --quiet -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+	@$(BIN)/python -c "import voicemesh, litestar, faster_whisper, kokoro_onnx, piper" \
+	  || { echo "error: the Python install failed; see pip's output above"; exit 1; }
+	@touch $@
+
+models: python-env
+	@$(BIN)/voicemesh models fetch
+
+up: setup
+	$(BIN)/voicemesh up
+
+down: python-env
+	$(BIN)/voicemesh down
+
+lint: python-env
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: python-env
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -ra $(PYTEST_ARGS)
+
+test: setup lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""voicemesh edge tier."""

@@ -1,0 +1,1 @@
+"""voicemesh infra tier."""

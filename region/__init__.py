@@ -1,0 +1,1 @@
+"""voicemesh region tier."""

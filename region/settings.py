@@ -1,0 +1,75 @@
+"""Everything a region node needs to know, as plain frozen dataclasses (built by the CLI/profiles)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SttSettings:
+    model: str
+    """A CTranslate2 Whisper directory, or a faster-whisper model id (gpu profile)."""
+    device: str = "cpu"
+    compute_type: str = "int8"
+    cpu_threads: int = 2
+    beam_size: int = 1
+    language: str = "en"
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    model: str
+    """Path or model id that vLLM serves."""
+    served_name: str
+    url: str | None = None
+    """Attach to this OpenAI-compatible server; ``None`` = start and supervise our own vLLM."""
+    runtime_python: str = ""
+    """Interpreter of the vLLM runtime (its own venv) when the region starts vLLM itself."""
+    vllm_args: tuple[str, ...] = ()
+    vllm_env: dict[str, str] = field(default_factory=dict)
+    chat_template_kwargs: dict[str, bool] = field(default_factory=dict)
+    """Qwen3: ``{"enable_thinking": False}``."""
+    ready_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class TtsSettings:
+    model: str
+    voices: str
+    providers: tuple[str, ...] = ("CPUExecutionProvider",)
+    default_voice: str = "jf_alpha"
+    lang: str = "en-us"
+    speed: float = 1.0
+    intra_op_threads: int = 1
+
+
+@dataclass(frozen=True)
+class AdmissionSettings:
+    max_concurrent: int = 2
+    """Turns that run at once; more compete for the same cores and all get slower."""
+    max_queue: int = 4
+    """Turns that wait for a slot; beyond this the region answers ``busy`` at once."""
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    max_audio_s: float = 30.0
+    max_history_messages: int = 64
+    max_history_chars: int = 32_000
+    max_text_chars: int = 4_000
+
+
+@dataclass(frozen=True)
+class RegionSettings:
+    region_id: str
+    stt: SttSettings
+    llm: LlmSettings
+    tts: TtsSettings
+    host: str = "127.0.0.1"
+    port: int = 9001
+    admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    system_prompt: str = (
+        "You are a helpful voice assistant. Answer in one to three short spoken sentences, "
+        "without lists, markdown or emoji."
+    )

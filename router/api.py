@@ -1,0 +1,74 @@
+"""What the edge sees of the router: one call per turn, a stream of events back.
+
+The edge never talks to a region itself. It hands each turn to a ``TurnRouter`` and forwards the
+events it gets: the region's own events (``wire.client.RegionEvent``) plus the router's notes on
+where the turn went. Cancelling is closing the stream (``aclose()`` or cancelling the consuming
+task): the router then cancels the region's turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from wire.client import RegionEvent
+from wire.turn import TurnStart
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRouting:
+    """What the router needs to know about the session a turn belongs to."""
+
+    session_id: str
+    residency: frozenset[str] | None = None
+    """Only regions carrying one of these tags may serve the session; ``None`` = anywhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """The turn is being served by ``region`` (sent again after each failover)."""
+
+    region: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FailedOver:
+    """``from_region`` failed (``reason`` is a ``wire.errors`` code); the turn moves on."""
+
+    from_region: str
+    to_region: str
+    reason: str
+    heard_text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    """No allowed region can finish the turn: the edge must speak for itself (Piper).
+
+    ``unvoiced_text`` is reply text a region produced whose audio never arrived: speak it. When it is
+    empty the edge speaks its hold/apology message.
+    """
+
+    reason: str
+    unvoiced_text: str = ""
+    transcript: str = ""
+    tried: tuple[str, ...] = field(default_factory=tuple)
+
+
+RoutedEvent = RegionEvent | Routed | FailedOver | Degraded
+
+
+class TurnRouter(Protocol):
+    def run_turn(
+        self, session: SessionRouting, start: TurnStart, audio: bytes | None = None
+    ) -> AsyncIterator[RoutedEvent]:
+        """Serve one turn; the stream ends after ``turn.done`` or ``Degraded``."""
+        ...
+
+    def status(self) -> dict[str, object]:
+        """A JSON-ready snapshot for the edge's ``/status`` and ``/ops``."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,36 @@
+"""Entry point: ``voicemesh``. Sub-commands register themselves from their modules."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+from voicemesh import __version__
+from voicemesh.cli.common import cli
+
+# Modules that add commands to ``cli`` (and to ``bench``) when imported.
+_COMMAND_MODULES = ("models", "llm", "region", "edge", "router", "infra", "deploy", "drill")
+
+
+def _register() -> None:
+    for name in _COMMAND_MODULES:
+        try:
+            importlib.import_module(f"voicemesh.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"voicemesh.cli.{name}":
+                raise
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _register()
+    cli(prog_name="voicemesh")
+
+
+__all__ = ["click", "main", "__version__"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Profiles: which models a deployment runs. ``cpu`` (default) runs here; ``gpu`` is production.
+
+Switching is one setting: ``VOICEMESH_PROFILE=gpu`` (or ``--profile gpu``). A profile is a preset of
+the tiers' own settings, so nothing is translated twice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from region.settings import LlmSettings, SttSettings, TtsSettings
+from voicemesh import paths
+from voicemesh.models.catalog import SMOLLM2_HF
+from voicemesh.models.fetch import runtime_python
+
+PROFILES = ("cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class EdgeModels:
+    piper_model: str
+    vad_model: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    stt: SttSettings
+    llm: LlmSettings
+    tts: TtsSettings
+    edge: EdgeModels
+    description: str
+
+    def local_paths(self) -> list[Path]:
+        """Model files this profile reads from disk (ids resolved by their libraries are skipped)."""
+        candidates = [self.stt.model, self.tts.model, self.tts.voices, self.edge.piper_model, self.edge.vad_model]
+        return [Path(c) for c in candidates if c.startswith("/")]
+
+
+_VLLM_CPU_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}
+
+
+def _edge_models(models: Path) -> EdgeModels:
+    return EdgeModels(
+        piper_model=str(models / "piper-joe" / "en_US-joe-medium.onnx"),
+        vad_model=str(models / "silero-vad" / "silero_vad.onnx"),
+    )
+
+
+def cpu_profile() -> Profile:
+    models = paths.models_dir()
+    return Profile(
+        name="cpu",
+        description="Runs on 2 CPU cores: Whisper base int8, SmolLM2-135M on vLLM-CPU, Kokoro-82M int8",
+        stt=SttSettings(model=str(models / "whisper-base"), device="cpu", compute_type="int8", cpu_threads=2),
+        llm=LlmSettings(
+            model=str(models / SMOLLM2_HF),
+            served_name="smollm2-135m-instruct",
+            runtime_python=str(runtime_python()),
+            vllm_args=("--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"),
+            vllm_env=_VLLM_CPU_ENV,
+        ),
+        tts=TtsSettings(
+            model=str(models / "kokoro-int8" / "kokoro.onnx"),
+            voices=str(models / "kokoro-int8" / "voices.npz"),
+            default_voice="jf_alpha",
+            lang="en-us",
+            intra_op_threads=1,
+        ),
+        edge=_edge_models(models),
+    )
+
+
+def gpu_profile() -> Profile:
+    """Production models. Weights are placed by the operator (see infra/README.md) under
+    ``VOICEMESH_GPU_MODELS`` (default /models); the model ids are what vLLM and faster-whisper use."""
+    models = Path(os.environ.get("VOICEMESH_GPU_MODELS", "/models"))
+    return Profile(
+        name="gpu",
+        description="Production: Qwen3-8B on vLLM (CUDA), Whisper large-v3 fp16, Kokoro-82M fp32 on onnxruntime-gpu",
+        stt=SttSettings(model="large-v3", device="cuda", compute_type="float16", cpu_threads=4, beam_size=1),
+        llm=LlmSettings(
+            model="Qwen/Qwen3-8B",
+            served_name="qwen3-8b",
+            runtime_python=str(runtime_python()),
+            vllm_args=("--dtype", "auto", "--max-model-len", "8192", "--gpu-memory-utilization", "0.85"),
+            vllm_env={"HF_HOME": str(models / "hf")},
+            # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
+            chat_template_kwargs={"enable_thinking": False},
+        ),
+        tts=TtsSettings(
+            model=str(models / "kokoro" / "kokoro-v1.0.onnx"),
+            voices=str(models / "kokoro" / "voices-v1.0.bin"),
+            providers=("CUDAExecutionProvider", "CPUExecutionProvider"),
+            default_voice="af_heart",
+            lang="en-us",
+            intra_op_threads=4,
+        ),
+        edge=_edge_models(paths.models_dir()),
+    )
+
+
+def load_profile(name: str | None = None) -> Profile:
+    """The profile named, else ``VOICEMESH_PROFILE``, else ``cpu``."""
+    chosen = (name or os.environ.get("VOICEMESH_PROFILE") or "cpu").lower()
+    if chosen == "cpu":
+        return cpu_profile()
+    if chosen == "gpu":
+        return gpu_profile()
+    raise ValueError(f"unknown profile {chosen!r}: choose one of {', '.join(PROFILES)} (VOICEMESH_PROFILE)")

@@ -1,0 +1,109 @@
+"""The voicemesh exception hierarchy, shared by every tier.
+
+Each error carries a stable ``code`` that is sent on the wire (region ``error`` events, Realtime
+``error`` events, HTTP problem bodies), so a caller can act on it without parsing prose.
+
+* VoicemeshError
+  * ProtocolError - the peer sent something we cannot act on (answered, never fatal to others)
+    * BadEvent - malformed JSON, unknown event type, missing or ill-typed field
+    * BadAudio - wrong format or rate, empty, odd byte count, oversized
+    * UnknownVoice - the voice is not one this region or edge can speak
+    * HistoryTooLong - the conversation history exceeds the configured limit
+  * RegionError - a region could not serve a turn; the router may fail over
+    * RegionUnavailable - could not connect, or the connection failed
+      * RegionDisconnected - the connection dropped while a turn was in flight
+    * RegionBusy - the region's slots and queue are full
+    * FirstByteTimeout - the region did not answer within its first-byte deadline
+    * BreakerOpen - the region's circuit breaker refuses calls
+  * ResidencyRefused - no region satisfies the session's data-residency limit
+  * NoRegionAvailable - every allowed region failed; the turn degrades to the edge voice
+  * ModelError - a model file is missing or damaged
+    * ModelMissing
+    * ModelCorrupt
+"""
+
+from __future__ import annotations
+
+
+class VoicemeshError(Exception):
+    """Base of every voicemesh error."""
+
+    code = "internal_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class ProtocolError(VoicemeshError):
+    code = "invalid_request_error"
+
+
+class BadEvent(ProtocolError):
+    code = "invalid_event"
+
+
+class BadAudio(ProtocolError):
+    code = "invalid_audio"
+
+
+class UnknownVoice(ProtocolError):
+    code = "unknown_voice"
+
+
+class HistoryTooLong(ProtocolError):
+    code = "history_too_long"
+
+
+class RegionError(VoicemeshError):
+    code = "region_error"
+
+    def __init__(self, message: str, *, region: str = "", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.region = region
+
+
+class RegionUnavailable(RegionError):
+    code = "region_unavailable"
+
+
+class RegionDisconnected(RegionUnavailable):
+    code = "region_disconnected"
+
+
+class RegionBusy(RegionError):
+    code = "busy"
+
+    def __init__(self, message: str, *, region: str = "", retry_after_s: float = 0.0) -> None:
+        super().__init__(message, region=region)
+        self.retry_after_s = retry_after_s
+
+
+class FirstByteTimeout(RegionError):
+    code = "first_byte_timeout"
+
+
+class BreakerOpen(RegionError):
+    code = "breaker_open"
+
+
+class ResidencyRefused(VoicemeshError):
+    code = "residency_refused"
+
+
+class NoRegionAvailable(VoicemeshError):
+    code = "no_region_available"
+
+
+class ModelError(VoicemeshError):
+    code = "model_error"
+
+
+class ModelMissing(ModelError):
+    code = "model_missing"
+
+
+class ModelCorrupt(ModelError):
+    code = "model_corrupt"

@@ -1,0 +1,134 @@
+"""The region turn protocol: what an edge (through its router) and a region say to each other.
+
+One WebSocket connection to ``/v1/turns`` carries one turn at a time, and many turns in sequence,
+so a router can keep connections warm. Control messages are JSON text frames, tagged by ``type``.
+Audio travels as binary frames, never base64:
+
+edge -> region
+    ``turn.start``  then, if ``audio_bytes > 0``, exactly one binary frame: 16 kHz mono PCM16
+    ``turn.cancel`` at any time (barge-in); the region answers with ``turn.done`` (cancelled)
+
+region -> edge, in this order
+    ``turn.queued``* (position, estimated wait) while waiting for a slot
+    ``turn.admitted`` when a slot is taken (or ``turn.rejected`` when slots and queue are full)
+    ``transcript``    what the user said
+    ``text.delta``*   the assistant's text as it is generated
+    ``audio.clause``* a clause's text, then one binary frame: 24 kHz mono PCM16 of that clause
+    ``turn.done``     status and per-stage timings
+    ``error``         a request the region cannot act on; the connection stays usable
+
+Regions keep no conversation state: a turn carries its history, voice and instructions. A turn
+that fails over mid-answer carries ``transcript`` (skip STT) and ``heard_text`` (the part of the
+answer the user already heard): the next region continues after it without repeating it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+TURN_PATH = "/v1/turns"
+
+
+class Message(msgspec.Struct, frozen=True):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True):
+    turn_id: str
+    voice: str = ""
+    instructions: str = ""
+    history: list[Message] = msgspec.field(default_factory=list)
+    text: str | None = None
+    audio_bytes: int = 0
+    audio_format: str = "pcm16"
+    sample_rate: int = 16_000
+    transcript: str | None = None
+    heard_text: str = ""
+    max_output_tokens: int = 200
+    temperature: float = 0.7
+
+
+class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
+    turn_id: str
+
+
+class TurnQueued(msgspec.Struct, tag="turn.queued", tag_field="type", kw_only=True):
+    turn_id: str
+    position: int
+    estimated_wait_s: float
+
+
+class TurnAdmitted(msgspec.Struct, tag="turn.admitted", tag_field="type", kw_only=True):
+    turn_id: str
+    region: str
+    queued_s: float = 0.0
+
+
+class TurnRejected(msgspec.Struct, tag="turn.rejected", tag_field="type", kw_only=True):
+    turn_id: str
+    region: str
+    code: str = "busy"
+    message: str = ""
+    retry_after_s: float = 0.0
+
+
+class Transcript(msgspec.Struct, tag="transcript", tag_field="type", kw_only=True):
+    turn_id: str
+    text: str
+
+
+class TextDelta(msgspec.Struct, tag="text.delta", tag_field="type", kw_only=True):
+    turn_id: str
+    delta: str
+
+
+class AudioClause(msgspec.Struct, tag="audio.clause", tag_field="type", kw_only=True):
+    """Announces the binary frame that follows: the audio of ``text``."""
+
+    turn_id: str
+    index: int
+    text: str
+    sample_rate: int = 24_000
+    audio_bytes: int = 0
+
+
+class TurnDone(msgspec.Struct, tag="turn.done", tag_field="type", kw_only=True):
+    turn_id: str
+    region: str
+    status: Literal["completed", "cancelled", "failed"]
+    transcript: str = ""
+    text: str = ""
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
+    error: str | None = None
+
+
+class TurnError(msgspec.Struct, tag="error", tag_field="type", kw_only=True):
+    code: str
+    message: str
+    turn_id: str | None = None
+
+
+ClientMessage = TurnStart | TurnCancel
+RegionMessage = (
+    TurnQueued | TurnAdmitted | TurnRejected | Transcript | TextDelta | AudioClause | TurnDone | TurnError
+)
+
+_encoder = msgspec.json.Encoder()
+_client_decoder = msgspec.json.Decoder(ClientMessage)
+_region_decoder = msgspec.json.Decoder(RegionMessage)
+
+
+def encode(msg: ClientMessage | RegionMessage) -> str:
+    return _encoder.encode(msg).decode()
+
+
+def decode_client(data: str | bytes) -> ClientMessage:
+    """Decode an edge->region message; raises ``msgspec.ValidationError``/``DecodeError``."""
+    return _client_decoder.decode(data)
+
+
+def decode_region(data: str | bytes) -> RegionMessage:
+    return _region_decoder.decode(data)
