@@ -85,7 +85,7 @@ class VllmServer:
             *s.vllm_args,
         ]
 
-    async def start(self) -> str:
+    def _check_installed(self) -> None:
         s = self.settings
         if not s.runtime_python or not Path(s.runtime_python).exists():
             raise ModelMissing(
@@ -94,6 +94,10 @@ class VllmServer:
             )
         if s.model.startswith("/") and not Path(s.model).exists():
             raise ModelMissing(f"LLM weights not found at {s.model}: run `voicemesh models fetch`")
+
+    async def start(self) -> str:
+        s = self.settings
+        self._check_installed()
         t0 = time.monotonic()
         self._report(f"vLLM: starting {s.served_name} on {self.host}:{self.port} (CPU start takes ~40-60 s)")
         self._proc = await asyncio.create_subprocess_exec(
@@ -146,7 +150,7 @@ class VllmServer:
         assert self._proc is not None
         return await self._proc.wait()
 
-    async def stop(self, timeout: float = 10.0) -> None:
+    async def stop(self, grace_s: float = 10.0) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -154,7 +158,7 @@ class VllmServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
             try:
-                await asyncio.wait_for(proc.wait(), timeout)
+                await asyncio.wait_for(proc.wait(), grace_s)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -9,9 +9,15 @@ File format (JSON)::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+
+log = logging.getLogger(__name__)
 
 
 class Location(msgspec.Struct, frozen=True):
@@ -41,3 +47,60 @@ def dump_registry(registry: Registry, path: str | Path) -> None:
     tmp = Path(str(path) + ".tmp")
     tmp.write_bytes(msgspec.json.format(msgspec.json.encode(registry), indent=2))
     tmp.replace(path)  # atomic: a reloading edge never reads half a file
+
+
+class RegistryWatcher:
+    """Reloads the registry file when it changes (mtime/size polling: works on every filesystem,
+    and the infra tier replaces the file atomically). A broken file is logged and ignored: the
+    last good registry stays in force."""
+
+    def __init__(
+        self, path: str | Path, on_change: Callable[[Registry], None], *, poll_s: float = 1.0
+    ) -> None:
+        self.path = Path(path)
+        self._on_change = on_change
+        self._poll_s = poll_s
+        self._stamp: tuple[int, int] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.reloads = 0
+        self.last_error = ""
+
+    def _current_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def check(self) -> bool:
+        """Reload if the file changed since the last look; True when a new registry was applied."""
+        stamp = self._current_stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            registry = load_registry(self.path)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.last_error = f"{self.path}: {exc}"
+            log.error("registry %s is invalid, keeping the previous one: %s", self.path, exc)
+            return False
+        self.last_error = ""
+        self.reloads += 1
+        self._on_change(registry)
+        return True
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="registry-watcher")
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._poll_s)
+            self.check()
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

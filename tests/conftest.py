@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.edge",
     "tests.fixtures.router",
     "tests.fixtures.infra",
+    "tests.fixtures.drills",
 ]

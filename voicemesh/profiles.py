@@ -35,7 +35,13 @@ class Profile:
 
     def local_paths(self) -> list[Path]:
         """Model files this profile reads from disk (ids resolved by their libraries are skipped)."""
-        candidates = [self.stt.model, self.tts.model, self.tts.voices, self.edge.piper_model, self.edge.vad_model]
+        candidates = [
+            self.stt.model,
+            self.tts.model,
+            self.tts.voices,
+            self.edge.piper_model,
+            self.edge.vad_model,
+        ]
         return [Path(c) for c in candidates if c.startswith("/")]
 
 
@@ -79,7 +85,9 @@ def gpu_profile() -> Profile:
     models = Path(os.environ.get("VOICEMESH_GPU_MODELS", "/models"))
     return Profile(
         name="gpu",
-        description="Production: Qwen3-8B on vLLM (CUDA), Whisper large-v3 fp16, Kokoro-82M fp32 on onnxruntime-gpu",
+        description=(
+            "Production: Qwen3-8B on vLLM (CUDA), Whisper large-v3 fp16, Kokoro-82M fp32 on onnxruntime-gpu"
+        ),
         stt=SttSettings(model="large-v3", device="cuda", compute_type="float16", cpu_threads=4, beam_size=1),
         llm=LlmSettings(
             model="Qwen/Qwen3-8B",

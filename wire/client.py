@@ -66,7 +66,9 @@ class RegionConnection:
         try:
             ws = await connect(turns_url(url), open_timeout=open_timeout, max_size=2**24, compression=None)
         except (OSError, TimeoutError, websockets.WebSocketException) as exc:
-            raise RegionUnavailable(f"cannot connect to region {region or url}: {exc}", region=region) from exc
+            raise RegionUnavailable(
+                f"cannot connect to region {region or url}: {exc}", region=region
+            ) from exc
         return cls(ws, region=region)
 
     @property
@@ -81,7 +83,9 @@ class RegionConnection:
             if audio:
                 await self._ws.send(audio)
         except (OSError, websockets.WebSocketException) as exc:
-            raise RegionDisconnected(f"region {self.region} dropped the turn: {exc}", region=self.region) from exc
+            raise RegionDisconnected(
+                f"region {self.region} dropped the turn: {exc}", region=self.region
+            ) from exc
 
     async def cancel(self, turn_id: str) -> None:
         try:

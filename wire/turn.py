@@ -24,7 +24,7 @@ answer the user already heard): the next region continues after it without repea
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import msgspec
 
@@ -127,8 +127,8 @@ def encode(msg: ClientMessage | RegionMessage) -> str:
 
 def decode_client(data: str | bytes) -> ClientMessage:
     """Decode an edge->region message; raises ``msgspec.ValidationError``/``DecodeError``."""
-    return _client_decoder.decode(data)
+    return cast(ClientMessage, _client_decoder.decode(data))
 
 
 def decode_region(data: str | bytes) -> RegionMessage:
-    return _region_decoder.decode(data)
+    return cast(RegionMessage, _region_decoder.decode(data))

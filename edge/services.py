@@ -1,0 +1,54 @@
+"""What every session of an edge process shares: router, batched VAD, fallback voice, stores, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+from edge.auth import Authenticator
+from edge.fallback_voice import FallbackVoice
+from edge.limits import KeyLimits
+from edge.settings import EdgeSettings
+from edge.state import SessionStore, open_store
+from edge.vad import VadBatcher
+from router.api import TurnRouter
+
+
+@dataclass
+class EdgeServices:
+    settings: EdgeSettings
+    router: TurnRouter
+    vad: VadBatcher
+    fallback: FallbackVoice
+    sessions: SessionStore
+    auth: Authenticator
+    limits: KeyLimits
+    open_sessions: int = 0
+    relay_times: list[float] | None = None
+    _preload: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, settings: EdgeSettings, router: TurnRouter) -> EdgeServices:
+        store = open_store(settings.store_url)
+        return cls(
+            settings=settings,
+            router=router,
+            vad=VadBatcher(settings.vad_model),
+            fallback=FallbackVoice(settings.piper_model),
+            sessions=SessionStore(store, ttl_s=int(settings.limits.max_session_s) + 600),
+            auth=Authenticator(settings, store),
+            limits=KeyLimits(settings.limits),
+        )
+
+    async def start(self) -> None:
+        # Piper takes ~2 s to load: do it now, not during the first degraded turn.
+        self._preload = asyncio.create_task(self.fallback.load())
+
+    async def aclose(self) -> None:
+        if self._preload is not None:
+            self._preload.cancel()
+            with contextlib.suppress(BaseException):
+                await self._preload
+        await self.vad.aclose()
+        await self.router.aclose()

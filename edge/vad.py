@@ -1,0 +1,146 @@
+"""Silero VAD for every session of the process, run batched in one place.
+
+Each session's ``VadStream`` submits one 512-sample (32 ms at 16 kHz) chunk at a time and awaits its
+speech probability. The ``VadBatcher`` task collects whatever chunks all sessions have pending,
+stacks them (with each stream's 64-sample context and recurrent state) and runs ONE model call with
+batch B on a dedicated thread, so the event loop keeps relaying audio meanwhile. A stream never has
+two chunks in flight (its state is sequential), so any batch holds each stream at most once.
+
+Two Silero v6 exports exist: the ``silero-vad`` wheel's (``input``/``state (2,B,128)``/``sr``,
+batchable) and faster-whisper's (``input``/``h``/``c``, state batch fixed at 1). Both load; the
+second runs stream by stream inside the same tick (``batched`` tells which).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from wire.errors import ModelMissing
+
+CHUNK = 512
+CONTEXT = 64
+RATE = 16_000
+CHUNK_MS = CHUNK * 1000 // RATE
+
+F32 = npt.NDArray[np.float32]
+
+
+class SileroModel:
+    def __init__(self, path: str) -> None:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        try:
+            self._session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelMissing(
+                f"cannot load Silero VAD from {path}: {exc}; run `voicemesh models fetch`"
+            ) from exc
+        names = {i.name for i in self._session.get_inputs()}
+        self.batched = "state" in names
+        self._sr = np.array(RATE, dtype=np.int64)
+
+    def initial_state(self) -> F32:
+        """(2, 128): Silero's recurrent state of one stream (h and c)."""
+        return np.zeros((2, 128), dtype=np.float32)
+
+    def run(self, frames: F32, states: F32) -> tuple[F32, F32]:
+        """``frames`` (B, 576) and ``states`` (B, 2, 128) -> probabilities (B,) and new states (B, 2, 128)."""
+        if self.batched:
+            out, state_n = self._session.run(
+                None,
+                {"input": frames, "state": np.ascontiguousarray(states.transpose(1, 0, 2)), "sr": self._sr},
+            )
+            return np.asarray(out, np.float32).reshape(-1), np.asarray(state_n, np.float32).transpose(1, 0, 2)
+        probs = np.empty(len(frames), dtype=np.float32)
+        new_states = np.empty_like(states)
+        for i in range(len(frames)):
+            out, h, c = self._session.run(
+                None,
+                {"input": frames[i : i + 1], "h": states[i, 0][None, None], "c": states[i, 1][None, None]},
+            )
+            probs[i] = float(np.asarray(out).reshape(-1)[0])
+            new_states[i, 0], new_states[i, 1] = h.reshape(128), c.reshape(128)
+        return probs, new_states
+
+
+@dataclass(eq=False)
+class VadStream:
+    """One session's VAD: its context samples and recurrent state between chunks."""
+
+    batcher: VadBatcher
+    state: F32
+    context: F32 = field(default_factory=lambda: np.zeros(CONTEXT, dtype=np.float32))
+
+    async def probability(self, chunk: F32) -> float:
+        """Speech probability of the next 512 samples (16 kHz float32)."""
+        return await self.batcher.submit(self, chunk)
+
+
+@dataclass
+class BatchStats:
+    calls: int = 0
+    chunks: int = 0
+    largest: int = 0
+
+
+class VadBatcher:
+    def __init__(self, model_path: str, *, max_batch: int = 512) -> None:
+        self.model = SileroModel(model_path)
+        self.max_batch = max_batch
+        self.stats = BatchStats()
+        self._queue: asyncio.Queue[tuple[VadStream, F32, asyncio.Future[float]]] = asyncio.Queue()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vad")
+        self._task: asyncio.Task[None] | None = None
+
+    def stream(self) -> VadStream:
+        return VadStream(self, self.model.initial_state())
+
+    async def submit(self, stream: VadStream, chunk: F32) -> float:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="vad-batcher")
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((stream, chunk, fut))
+        return await fut
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self.max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            batch = [item for item in batch if not item[2].done()]  # sessions that went away
+            if not batch:
+                continue
+            frames = np.stack([np.concatenate([s.context, c]) for s, c, _ in batch])
+            states = np.stack([s.state for s, _, _ in batch])
+            try:
+                probs, new_states = await loop.run_in_executor(self._executor, self.model.run, frames, states)
+            except Exception as exc:  # a model failure fails these chunks, never the batcher
+                for _, _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            self.stats.calls += 1
+            self.stats.chunks += len(batch)
+            self.stats.largest = max(self.stats.largest, len(batch))
+            for i, (stream, chunk, fut) in enumerate(batch):
+                stream.state = new_states[i]
+                stream.context = chunk[-CONTEXT:]
+                if not fut.done():
+                    fut.set_result(float(probs[i]))
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._executor.shutdown(wait=False)

@@ -1,0 +1,72 @@
+// The edge's API key, kept in this tab only (sessionStorage) and never sent over a WebSocket.
+//
+// `voicemesh up` prints a URL like http://127.0.0.1:8080/#key=KEY: the fragment never reaches a
+// server; we move it into sessionStorage and strip it from the address bar. Otherwise the user
+// types the key once into the form. The talk page trades the key for a short-lived client secret
+// (POST /v1/realtime/client_secrets) and opens the Realtime WebSocket with that secret only.
+
+const STORAGE_KEY = "voicemesh.apiKey";
+
+export function takeKeyFromFragment() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const key = params.get("key");
+  if (key) {
+    sessionStorage.setItem(STORAGE_KEY, key);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+
+export function storedKey() {
+  return sessionStorage.getItem(STORAGE_KEY) || "";
+}
+
+export function forgetKey() {
+  sessionStorage.removeItem(STORAGE_KEY);
+}
+
+/** Resolve with the API key: the stored one, or whatever the user submits in `form`. */
+export function askForKey(form) {
+  takeKeyFromFragment();
+  const key = storedKey();
+  if (key) return Promise.resolve(key);
+  form.hidden = false;
+  const input = form.querySelector("input");
+  input.focus();
+  return new Promise((resolve) => {
+    form.addEventListener("submit", function onSubmit(ev) {
+      ev.preventDefault();
+      const value = input.value.trim();
+      if (!value) return;
+      sessionStorage.setItem(STORAGE_KEY, value);
+      input.value = "";
+      form.hidden = true;
+      form.removeEventListener("submit", onSubmit);
+      resolve(value);
+    });
+  });
+}
+
+export class HttpError extends Error {
+  constructor(status, reason) {
+    super(`HTTP ${status}: ${reason}`);
+    this.status = status;
+  }
+}
+
+/** fetch() with the key as a Bearer token; a non-2xx answer throws HttpError with the edge's reason. */
+export async function authedFetch(url, key, init = {}) {
+  const headers = new Headers(init.headers || {});
+  headers.set("Authorization", `Bearer ${key}`);
+  const res = await fetch(url, { ...init, headers });
+  if (!res.ok) {
+    let reason = res.statusText;
+    try {
+      const body = await res.json();
+      reason = body.detail || body.error?.message || body.message || JSON.stringify(body);
+    } catch {
+      /* not JSON: keep the status text */
+    }
+    throw new HttpError(res.status, reason);
+  }
+  return res.json();
+}

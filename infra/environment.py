@@ -1,0 +1,183 @@
+"""One Terraform environment (``infra/envs/<name>``) deployed from a per-user working copy.
+
+The checkout is never written to: modules and the environment are copied into
+``<state_root>/work`` and Terraform runs there, with its state, variables, pid and log files
+beside it. ``up`` is idempotent and replaces any process that died; ``down`` verifies that no
+process and no listening port is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infra.errors import EnvironmentMissing, InfraError
+from infra.processes import ProcessSpec, ProcessStatus, check_all, is_alive, port_open, read_pid
+from infra.terraform import TerraformAdapter
+from infra.tooling import Toolchain
+
+Report = Callable[[str], None]
+
+INFRA_ROOT = Path(__file__).resolve().parent
+"""Where the Terraform sources live (``modules/``, ``envs/``)."""
+
+_KEEP = {".terraform", ".terraform.lock.hcl"}
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What an environment's outputs say is deployed."""
+
+    regions: list[dict[str, Any]] = field(default_factory=list)
+    """Registry records: id, url, location {lat, lon}, residency, capacity."""
+    llm_url: str = ""
+    processes: list[ProcessSpec] = field(default_factory=list)
+
+    @classmethod
+    def from_outputs(cls, outputs: Mapping[str, Any]) -> Deployment:
+        return cls(
+            regions=list(outputs.get("regions") or []),
+            llm_url=str(outputs.get("llm_url") or ""),
+            processes=[ProcessSpec.from_output(a, v) for a, v in (outputs.get("processes") or {}).items()],
+        )
+
+
+def available_envs(root: Path = INFRA_ROOT) -> list[str]:
+    return sorted(p.name for p in (root / "envs").iterdir() if p.is_dir() and any(p.glob("*.tf")))
+
+
+class Environment:
+    def __init__(
+        self,
+        name: str,
+        *,
+        state_root: Path,
+        toolchain: Toolchain,
+        report: Report = _quiet,
+        source_root: Path = INFRA_ROOT,
+    ) -> None:
+        if not (source_root / "envs" / name).is_dir():
+            raise EnvironmentMissing(
+                f"no environment '{name}' under {source_root / 'envs'}; choose one of: "
+                + ", ".join(available_envs(source_root))
+            )
+        self.name = name
+        self.source_root = source_root
+        self.root = state_root
+        self.work = state_root / "work"
+        self.run_dir = state_root / "run"
+        self.report = report
+        self.terraform = TerraformAdapter(
+            self.work / "envs" / name, toolchain=toolchain, state=state_root / "terraform.tfstate"
+        )
+        self._variables_file = state_root / "variables.json"
+
+    # -- variables ---------------------------------------------------------------------------
+
+    def saved_variables(self) -> dict[str, object]:
+        try:
+            return dict(json.loads(self._variables_file.read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def _variables(self, given: Mapping[str, object]) -> dict[str, object]:
+        """The last run's variables overridden by ``given`` (so a bare ``up`` repeats the last one)."""
+        merged = {**self.saved_variables(), **{k: v for k, v in given.items() if v is not None}}
+        merged["run_dir"] = str(self.run_dir)
+        return merged
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _sync_sources(self) -> None:
+        """Copy modules + the environment into the working copy, keeping Terraform's own files."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        env_dir = self.terraform.workdir
+        shutil.rmtree(self.work / "modules", ignore_errors=True)
+        shutil.copytree(self.source_root / "modules", self.work / "modules")
+        if env_dir.exists():
+            for item in env_dir.iterdir():
+                if item.name not in _KEEP:
+                    shutil.rmtree(item) if item.is_dir() else item.unlink()
+        shutil.copytree(
+            self.source_root / "envs" / self.name,
+            env_dir,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns(*_KEEP, "*.tfstate*"),
+        )
+
+    def deployment(self) -> Deployment:
+        return Deployment.from_outputs(self.terraform.outputs())
+
+    async def up(self, variables: Mapping[str, object]) -> Deployment:
+        """Create what is missing, restart what died; a healthy deployment is left as it is."""
+        values = self._variables(variables)
+        self._sync_sources()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self.terraform.init)
+        dead = [p for p in self.deployment().processes if not is_alive(read_pid(p.pid_file), p.match)]
+        for p in dead:
+            self.report(f"{p.name}: its process is gone; Terraform will start it again")
+        self._variables_file.write_text(json.dumps(values, indent=1))
+        t0 = time.monotonic()
+        self.report(f"terraform apply ({self.name}): starting processes and waiting for /health")
+        summary = await self._with_progress(
+            asyncio.to_thread(self.terraform.apply, values, replace=[p.address for p in dead])
+        )
+        self.report(f"{summary} ({time.monotonic() - t0:.1f} s)")
+        return self.deployment()
+
+    async def down(self) -> None:
+        """Destroy everything, then check that no process and no listening port is left."""
+        before = self.deployment()
+        if not self.terraform.state.exists():
+            self.report(f"{self.name}: nothing deployed")
+            return
+        values = self._variables({})
+        self._sync_sources()
+        await asyncio.to_thread(self.terraform.init)
+        t0 = time.monotonic()
+        self.report(f"terraform destroy ({self.name}): stopping {len(before.processes)} process(es)")
+        summary = await asyncio.to_thread(self.terraform.destroy, values)
+        self.report(f"{summary} ({time.monotonic() - t0:.1f} s)")
+        left = [
+            f"{p.name} (pid {read_pid(p.pid_file)})" if is_alive(read_pid(p.pid_file), p.match) else p.name
+            for p in before.processes
+            if is_alive(read_pid(p.pid_file), p.match) or port_open(p.health_url)
+        ]
+        if left:
+            raise InfraError(
+                f"still running or listening after destroy: {', '.join(left)}; "
+                "stop them by hand (see `voicemesh infra status`)"
+            )
+
+    async def status(self) -> list[ProcessStatus]:
+        return await check_all(self.deployment().processes)
+
+    async def _with_progress(self, work: Any) -> str:
+        """Run ``work`` while reporting each process's start and readiness from its pid/ready files."""
+        task: asyncio.Future[str] = asyncio.ensure_future(work)
+        t0 = time.time()
+        seen: set[Path] = set()
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.5)
+            if not self.run_dir.exists():
+                continue
+            for path in sorted(self.run_dir.iterdir()):
+                if path in seen or path.suffix not in (".pid", ".ready") or path.stat().st_mtime < t0:
+                    continue
+                seen.add(path)
+                if path.suffix == ".pid":
+                    self.report(f"{path.stem}: started (pid {read_pid(path)}), warming up")
+                else:
+                    self.report(f"{path.stem}: ready after {time.time() - t0:.1f} s")
+        return task.result()

@@ -1,0 +1,33 @@
+variable "project" {
+  description = "GCP project id."
+  type        = string
+}
+
+variable "image" {
+  description = "The voicemesh image, e.g. europe-docker.pkg.dev/PROJECT/voicemesh/voicemesh:0.1.0."
+  type        = string
+}
+
+variable "gpu_type" {
+  type    = string
+  default = "nvidia-l4"
+}
+
+variable "api_keys_secret" {
+  description = "Name of the Secret (created out of band, in each cluster) holding VOICEMESH_API_KEYS."
+  type        = string
+  default     = "voicemesh-api-keys"
+}
+
+variable "regions" {
+  description = "Two GKE regions; each becomes a cluster with a CPU pool (edge) and a GPU pool (region)."
+  type = map(object({
+    gcp_region = string
+    location   = object({ lat = number, lon = number })
+    residency  = list(string)
+  }))
+  default = {
+    eu-west = { gcp_region = "europe-west4", location = { lat = 52.37, lon = 4.90 }, residency = ["eu"] }
+    us-east = { gcp_region = "us-east4", location = { lat = 39.04, lon = -77.49 }, residency = ["us"] }
+  }
+}

@@ -1,0 +1,19 @@
+output "regions" {
+  description = "One registry record per region: id, url, location, residency, capacity."
+  value       = [for id in sort(keys(local.regions)) : module.region[id].region]
+}
+
+output "llm_url" {
+  description = "The LLM the regions use."
+  value       = local.llm_url
+}
+
+output "processes" {
+  description = "Every process Terraform started, keyed by the resource address that owns it (for -replace)."
+  value = merge(
+    { for id in keys(local.regions) :
+      "module.region[\"${id}\"].module.process.null_resource.process" => module.region[id].process
+    },
+    { for llm in module.llm : "module.llm[0].module.process.null_resource.process" => llm.process },
+  )
+}

@@ -1,0 +1,167 @@
+# The edge on CPU nodes: the cloud twin of the edge `voicemesh up` starts locally.
+#   registry.json from `infra up` -> ConfigMap built from the region modules' outputs (the edge
+#                                    watches the mounted file, so a new region needs no restart)
+#   in-memory breaker state        -> Redis shared by every replica
+# The edge spends CPU on VAD and relaying, so CPU is the right scaling signal here (unlike regions).
+
+locals {
+  labels = {
+    "app.kubernetes.io/name"     = "voicemesh-edge"
+    "app.kubernetes.io/instance" = var.name
+  }
+}
+
+resource "kubernetes_config_map_v1" "registry" {
+  metadata {
+    name      = "${var.name}-registry"
+    namespace = var.namespace
+  }
+  data = {
+    "registry.json" = jsonencode({ regions = var.regions, source = "terraform:cloud" })
+  }
+}
+
+resource "kubernetes_deployment_v1" "edge" {
+  metadata {
+    name      = var.name
+    namespace = var.namespace
+    labels    = local.labels
+  }
+  spec {
+    replicas = var.min_replicas
+    selector {
+      match_labels = local.labels
+    }
+    template {
+      metadata {
+        labels = local.labels
+      }
+      spec {
+        node_selector                    = var.cpu_node_selector
+        termination_grace_period_seconds = 60 # open sessions finish their turn
+        container {
+          name  = "edge"
+          image = var.image
+          command = [
+            "voicemesh", "edge", "serve",
+            "--registry", "/etc/voicemesh/registry.json",
+            "--host", "0.0.0.0", "--port", "8080",
+            "--store-url", var.redis_url,
+          ]
+          port {
+            name           = "http"
+            container_port = 8080
+          }
+          env_from {
+            secret_ref {
+              name = var.api_keys_secret
+            }
+          }
+          resources {
+            requests = { cpu = "1", memory = "1Gi" }
+            limits   = { memory = "2Gi" }
+          }
+          volume_mount {
+            name       = "registry"
+            mount_path = "/etc/voicemesh"
+            read_only  = true
+          }
+          readiness_probe {
+            http_get {
+              path = "/health"
+              port = "http"
+            }
+            period_seconds = 5
+          }
+          liveness_probe {
+            http_get {
+              path = "/health"
+              port = "http"
+            }
+            period_seconds    = 10
+            failure_threshold = 6
+          }
+        }
+        volume {
+          name = "registry"
+          config_map {
+            name = kubernetes_config_map_v1.registry.metadata[0].name
+          }
+        }
+      }
+    }
+  }
+  lifecycle {
+    ignore_changes = [spec[0].replicas] # set by the HPA
+  }
+}
+
+resource "kubernetes_service_v1" "edge" {
+  metadata {
+    name        = var.name
+    namespace   = var.namespace
+    labels      = local.labels
+    annotations = var.service_annotations
+  }
+  spec {
+    type     = "LoadBalancer"
+    selector = local.labels
+    # WebSocket sessions are long: keep a client on the replica that holds its session.
+    session_affinity = "ClientIP"
+    port {
+      name        = "http"
+      port        = 443
+      target_port = "http"
+    }
+  }
+}
+
+resource "kubernetes_horizontal_pod_autoscaler_v2" "edge" {
+  metadata {
+    name      = var.name
+    namespace = var.namespace
+  }
+  spec {
+    min_replicas = var.min_replicas
+    max_replicas = var.max_replicas
+    scale_target_ref {
+      api_version = "apps/v1"
+      kind        = "Deployment"
+      name        = kubernetes_deployment_v1.edge.metadata[0].name
+    }
+    metric {
+      type = "Resource"
+      resource {
+        name = "cpu"
+        target {
+          type                = "Utilization"
+          average_utilization = 60
+        }
+      }
+    }
+    behavior {
+      scale_down {
+        stabilization_window_seconds = 600 # scaling down cuts live sessions: be slow
+        select_policy                = "Min"
+        policy {
+          type           = "Pods"
+          value          = 1
+          period_seconds = 120
+        }
+      }
+    }
+  }
+}
+
+resource "kubernetes_pod_disruption_budget_v1" "edge" {
+  metadata {
+    name      = var.name
+    namespace = var.namespace
+  }
+  spec {
+    min_available = "1"
+    selector {
+      match_labels = local.labels
+    }
+  }
+}

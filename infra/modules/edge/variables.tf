@@ -1,0 +1,55 @@
+variable "name" {
+  type    = string
+  default = "edge"
+}
+
+variable "namespace" {
+  type    = string
+  default = "voicemesh"
+}
+
+variable "image" {
+  description = "The voicemesh image (runs `voicemesh edge serve`)."
+  type        = string
+}
+
+variable "regions" {
+  description = "Registry records of the regions this edge routes to (region-k8s `region` outputs)."
+  type = list(object({
+    id        = string
+    url       = string
+    location  = object({ lat = number, lon = number })
+    residency = list(string)
+    capacity  = number
+  }))
+}
+
+variable "api_keys_secret" {
+  description = "Existing Secret with key VOICEMESH_API_KEYS (comma-separated); never in Terraform state."
+  type        = string
+}
+
+variable "redis_url" {
+  description = "Shared Redis for sessions, client secrets and circuit-breaker state across replicas."
+  type        = string
+}
+
+variable "cpu_node_selector" {
+  type    = map(string)
+  default = { "voicemesh.io/pool" = "cpu" }
+}
+
+variable "min_replicas" {
+  type    = number
+  default = 2
+}
+
+variable "max_replicas" {
+  type    = number
+  default = 10
+}
+
+variable "service_annotations" {
+  type    = map(string)
+  default = {}
+}

@@ -1,0 +1,289 @@
+# A region on Kubernetes: the cloud twin of modules/region-local.
+#   region-local process            -> Deployment "region-<id>" (container "region")
+#   shared local vLLM (llm-local)   -> a vLLM container in the same pod (loopback, one GPU each)
+#   ~/.cache/voicemesh/models       -> node-local hostPath filled once by the model-cache DaemonSet
+#   start.sh waiting for /health    -> startup/readiness probes on /health (200 only when warm)
+#   stop.sh (SIGTERM, grace)        -> terminationGracePeriodSeconds + preStop drain
+# Scaling follows the region's own queue (KEDA on Prometheus), never CPU: a GPU pod is busy
+# long before its CPU is.
+
+locals {
+  name = "region-${var.region_id}"
+  labels = {
+    "app.kubernetes.io/name"     = "voicemesh-region"
+    "app.kubernetes.io/instance" = local.name
+    "voicemesh.io/region"        = var.region_id
+  }
+  gpu_toleration = {
+    key      = var.gpu_taint_key
+    operator = "Exists"
+    effect   = "NoSchedule"
+  }
+}
+
+resource "kubernetes_daemon_set_v1" "model_cache" {
+  metadata {
+    name      = "${local.name}-model-cache"
+    namespace = var.namespace
+    labels    = local.labels
+  }
+  spec {
+    selector {
+      match_labels = { "voicemesh.io/model-cache" = var.region_id }
+    }
+    template {
+      metadata {
+        labels = { "voicemesh.io/model-cache" = var.region_id }
+      }
+      spec {
+        node_selector = var.gpu_node_selector
+        toleration {
+          key      = local.gpu_toleration.key
+          operator = local.gpu_toleration.operator
+          effect   = local.gpu_toleration.effect
+        }
+        # Fill the node's cache once (idempotent, verified by checksum), then idle: region pods
+        # scheduled on this node start without downloading anything.
+        init_container {
+          name    = "fetch"
+          image   = var.image
+          command = ["voicemesh", "models", "fetch", "--no-runtime"]
+          env {
+            name  = "VOICEMESH_HOME"
+            value = "/cache"
+          }
+          env {
+            name  = "VOICEMESH_PROFILE"
+            value = "gpu"
+          }
+          volume_mount {
+            name       = "models"
+            mount_path = "/cache/models"
+          }
+        }
+        container {
+          name    = "idle"
+          image   = var.image
+          command = ["sleep", "infinity"]
+          resources {
+            requests = { cpu = "10m", memory = "16Mi" }
+          }
+        }
+        volume {
+          name = "models"
+          host_path {
+            path = var.model_cache_path
+            type = "DirectoryOrCreate"
+          }
+        }
+      }
+    }
+  }
+}
+
+resource "kubernetes_deployment_v1" "region" {
+  metadata {
+    name      = local.name
+    namespace = var.namespace
+    labels    = local.labels
+  }
+  spec {
+    replicas = var.min_replicas # KEDA owns the count afterwards
+    selector {
+      match_labels = local.labels
+    }
+    strategy {
+      type = "RollingUpdate"
+      rolling_update {
+        max_unavailable = "0" # a new pod must be warm before an old one goes
+        max_surge       = "1"
+      }
+    }
+    template {
+      metadata {
+        labels = local.labels
+        annotations = {
+          "prometheus.io/scrape" = "true"
+          "prometheus.io/port"   = "9001"
+          "prometheus.io/path"   = "/metrics"
+        }
+      }
+      spec {
+        node_selector                    = var.gpu_node_selector
+        termination_grace_period_seconds = 90 # in-flight turns finish; the router moves new ones
+        toleration {
+          key      = local.gpu_toleration.key
+          operator = local.gpu_toleration.operator
+          effect   = local.gpu_toleration.effect
+        }
+
+        container {
+          name  = "vllm"
+          image = var.vllm_image
+          args = [
+            "--model", var.llm_model,
+            "--served-model-name", var.llm_served_name,
+            "--host", "127.0.0.1", "--port", "8000",
+            "--max-model-len", "8192",
+            # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).
+            "--gpu-memory-utilization", "0.80",
+          ]
+          env {
+            name  = "HF_HUB_OFFLINE"
+            value = "1"
+          }
+          resources {
+            limits = { "nvidia.com/gpu" = "1" }
+          }
+          volume_mount {
+            name       = "models"
+            mount_path = "/models"
+            read_only  = true
+          }
+          startup_probe {
+            http_get {
+              path = "/health"
+              port = 8000
+            }
+            period_seconds    = 5
+            failure_threshold = 120 # loading weights from the node cache: up to 10 min
+          }
+        }
+
+        container {
+          name  = "region"
+          image = var.image
+          command = [
+            "voicemesh", "region", "serve",
+            "--id", var.region_id,
+            "--host", "0.0.0.0", "--port", "9001",
+            "--llm-url", "http://127.0.0.1:8000/v1",
+            "--profile", "gpu",
+            "--max-concurrent", tostring(var.max_concurrent),
+            "--max-queue", tostring(var.max_queue),
+          ]
+          port {
+            name           = "http"
+            container_port = 9001
+          }
+          env {
+            name  = "VOICEMESH_HOME"
+            value = "/cache"
+          }
+          resources {
+            requests = { cpu = "2", memory = "6Gi" }
+            limits   = { "nvidia.com/gpu" = "1", memory = "8Gi" }
+          }
+          volume_mount {
+            name       = "models"
+            mount_path = "/cache/models"
+            read_only  = true
+          }
+          # /health answers 200 only once STT, LLM and TTS are warm: no turn reaches a cold pod.
+          startup_probe {
+            http_get {
+              path = "/health"
+              port = "http"
+            }
+            period_seconds    = 5
+            failure_threshold = 120
+          }
+          readiness_probe {
+            http_get {
+              path = "/health"
+              port = "http"
+            }
+            period_seconds    = 2
+            failure_threshold = 2
+          }
+          # Liveness on the socket, not /health: a saturated region must not be restarted.
+          liveness_probe {
+            tcp_socket {
+              port = "http"
+            }
+            period_seconds    = 10
+            failure_threshold = 6
+          }
+          lifecycle {
+            pre_stop {
+              exec {
+                # Leave the Service first, then let SIGTERM drain the turns in flight.
+                command = ["sleep", "10"]
+              }
+            }
+          }
+        }
+
+        volume {
+          name = "models"
+          host_path {
+            path = var.model_cache_path
+            type = "Directory"
+          }
+        }
+      }
+    }
+  }
+  lifecycle {
+    ignore_changes = [spec[0].replicas] # set by KEDA
+  }
+  depends_on = [kubernetes_daemon_set_v1.model_cache]
+}
+
+resource "kubernetes_service_v1" "region" {
+  metadata {
+    name        = local.name
+    namespace   = var.namespace
+    labels      = local.labels
+    annotations = var.service_annotations
+  }
+  spec {
+    selector = local.labels
+    type     = length(var.service_annotations) > 0 ? "LoadBalancer" : "ClusterIP"
+    port {
+      name        = "http"
+      port        = 9001
+      target_port = "http"
+    }
+  }
+}
+
+resource "kubernetes_pod_disruption_budget_v1" "region" {
+  metadata {
+    name      = local.name
+    namespace = var.namespace
+  }
+  spec {
+    max_unavailable = "1" # node upgrades drain one pod at a time; the router fails turns over
+    selector {
+      match_labels = local.labels
+    }
+  }
+}
+
+resource "kubernetes_manifest" "scaler" {
+  manifest = {
+    apiVersion = "keda.sh/v1alpha1"
+    kind       = "ScaledObject"
+    metadata = {
+      name      = local.name
+      namespace = var.namespace
+    }
+    spec = {
+      scaleTargetRef  = { name = kubernetes_deployment_v1.region.metadata[0].name }
+      minReplicaCount = var.min_replicas
+      maxReplicaCount = var.max_replicas
+      cooldownPeriod  = 300 # GPU pods are slow to warm: keep them a while
+      triggers = [{
+        type = "prometheus"
+        metadata = {
+          serverAddress = var.prometheus_url
+          # The region's own admission queue (region/metrics.py), summed over its pods.
+          query               = "sum(voicemesh_region_queued_turns{namespace=\"${var.namespace}\",pod=~\"${local.name}-.*\"})"
+          threshold           = tostring(var.queue_depth_per_replica)
+          activationThreshold = "0"
+        }
+      }]
+    }
+  }
+}

@@ -1,0 +1,96 @@
+variable "region_id" {
+  description = "Region id as the router sees it (e.g. eu-west); also names every object."
+  type        = string
+}
+
+variable "namespace" {
+  type    = string
+  default = "voicemesh"
+}
+
+variable "image" {
+  description = "The voicemesh image (runs `voicemesh region serve`)."
+  type        = string
+}
+
+variable "vllm_image" {
+  description = "vLLM's OpenAI-compatible server image."
+  type        = string
+  default     = "vllm/vllm-openai:v0.8.5"
+}
+
+variable "llm_model" {
+  description = "Model vLLM serves, as a path under the node's model cache (weights are never pulled at pod start)."
+  type        = string
+  default     = "/models/Qwen3-8B"
+}
+
+variable "llm_served_name" {
+  type    = string
+  default = "qwen3-8b"
+}
+
+variable "gpu_node_selector" {
+  description = "Labels of the GPU node pool."
+  type        = map(string)
+  default     = { "cloud.google.com/gke-accelerator" = "nvidia-l4" }
+}
+
+variable "gpu_taint_key" {
+  description = "Taint on the GPU pool that only GPU workloads tolerate."
+  type        = string
+  default     = "nvidia.com/gpu"
+}
+
+variable "model_cache_path" {
+  description = "Node-local directory that the model-cache DaemonSet fills and pods mount read-only."
+  type        = string
+  default     = "/var/lib/voicemesh/models"
+}
+
+variable "min_replicas" {
+  type    = number
+  default = 1
+}
+
+variable "max_replicas" {
+  type    = number
+  default = 4
+}
+
+variable "max_concurrent" {
+  description = "Turns one pod serves at once (admission control)."
+  type        = number
+  default     = 8
+}
+
+variable "max_queue" {
+  type    = number
+  default = 16
+}
+
+variable "prometheus_url" {
+  description = "Prometheus that scrapes the region pods (KEDA queries it)."
+  type        = string
+}
+
+variable "queue_depth_per_replica" {
+  description = "KEDA target: queued turns per replica before another replica is added."
+  type        = number
+  default     = 2
+}
+
+variable "location" {
+  type = object({ lat = number, lon = number })
+}
+
+variable "residency" {
+  type    = list(string)
+  default = []
+}
+
+variable "service_annotations" {
+  description = "Annotations of the region's Service, e.g. an internal load balancer reachable from the edges."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,122 @@
+"""Admission control: N turns run at once, up to M wait in a FIFO queue, the rest hear "busy" at once.
+
+A queued turn is told its position and an estimated wait whenever its position changes; the
+estimate comes from a moving average of how long admitted turns hold their slot. A queued turn
+that is cancelled (or whose connection drops) leaves the queue and the turns behind it move up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from wire.errors import RegionBusy
+
+OnQueued = Callable[[int, float], Awaitable[None]]
+"""``(position, estimated_wait_s)``; position 1 is next in line."""
+
+
+@dataclass
+class _Waiter:
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    admitted: bool = False
+
+
+@dataclass
+class Slot:
+    queued_s: float
+    completed: bool = False
+    """Set by the holder when the turn ran to its end: only those train the wait estimate."""
+
+
+class Admission:
+    def __init__(
+        self, max_concurrent: int, max_queue: int, *, region: str = "", initial_turn_s: float = 5.0
+    ) -> None:
+        if max_concurrent < 1 or max_queue < 0:
+            raise ValueError("max_concurrent must be >= 1 and max_queue >= 0")
+        self.capacity = max_concurrent
+        self.queue_limit = max_queue
+        self.region = region
+        self.active = 0
+        self.turn_s = initial_turn_s
+        """Moving average of a turn's time in its slot."""
+        self._waiters: deque[_Waiter] = deque()
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiters)
+
+    @property
+    def free_slots(self) -> int:
+        return self.capacity - self.active
+
+    def estimated_wait(self, position: int) -> float:
+        """Seconds until the turn at ``position`` gets a slot, assuming average-length turns."""
+        return round(math.ceil(position / self.capacity) * self.turn_s, 2)
+
+    @asynccontextmanager
+    async def slot(self, on_queued: OnQueued) -> AsyncIterator[Slot]:
+        """Hold a slot for the body; waits in the queue when all are taken, raises ``RegionBusy`` when
+        the queue is full too."""
+        t0 = time.perf_counter()
+        if self.active < self.capacity and not self._waiters:
+            self.active += 1
+        elif len(self._waiters) >= self.queue_limit:
+            wait = self.estimated_wait(len(self._waiters) + 1)
+            raise RegionBusy(
+                f"region {self.region} is busy: {self.active} turns running, {len(self._waiters)} queued",
+                region=self.region,
+                retry_after_s=wait,
+            )
+        else:
+            await self._wait_in_line(on_queued)
+        slot = Slot(queued_s=round(time.perf_counter() - t0, 4))
+        held = time.perf_counter()
+        try:
+            yield slot
+        finally:
+            if slot.completed:
+                self.turn_s = 0.8 * self.turn_s + 0.2 * (time.perf_counter() - held)
+            self._release()
+
+    async def _wait_in_line(self, on_queued: OnQueued) -> None:
+        waiter = _Waiter()
+        self._waiters.append(waiter)
+        reported = 0
+        try:
+            while True:
+                waiter.wake.clear()
+                if waiter.admitted:
+                    return
+                position = self._waiters.index(waiter) + 1
+                if position != reported:
+                    reported = position
+                    await on_queued(position, self.estimated_wait(position))
+                    continue  # the line may have moved while we were reporting
+                await waiter.wake.wait()
+        except BaseException:
+            if waiter.admitted:
+                self._release()  # got the slot as we were cancelled: hand it on
+            else:
+                self._waiters.remove(waiter)
+                self._wake_all()
+            raise
+
+    def _release(self) -> None:
+        if self._waiters:
+            nxt = self._waiters.popleft()  # the slot passes straight on; ``active`` is unchanged
+            nxt.admitted = True
+            self._wake_all()
+            nxt.wake.set()
+        else:
+            self.active -= 1
+
+    def _wake_all(self) -> None:
+        for w in self._waiters:
+            w.wake.set()

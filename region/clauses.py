@@ -1,0 +1,109 @@
+"""Cut the assistant's streamed text into clauses that TTS can speak one at a time.
+
+The first clause ends at the first comma or sentence boundary once it has a sensible minimum
+length, so the first audio starts early; later clauses end at sentence boundaries, so prosody
+stays natural. A boundary is punctuation *followed by whitespace*: text that stops right after a
+"." is held until the next delta shows whether it was "3." + "5" (a decimal) or the end of a
+sentence. Abbreviations ("Dr.", "e.g.") and single initials never end a clause.
+
+``ClauseChunker`` is a pure state machine (no I/O, no clocks): feed deltas, get whole clauses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+ABBREVIATIONS = frozenset(
+    {
+        "dr", "mr", "mrs", "ms", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "eg", "ie",
+        "approx", "no", "fig", "inc", "ltd", "co", "corp", "dept", "est", "u.s", "u.k", "a.m", "p.m",
+        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    }
+)  # fmt: skip
+
+# Closing quotes/brackets may follow the punctuation; the boundary is after them.
+_SENTENCE_END = re.compile(r"(?:[.!?…]+|\n)[\"'”’)\]]*(?=\s)")
+_CLAUSE_END = re.compile(r"(?:[.!?…]+|[,;:—–]|\n)[\"'”’)\]]*(?=\s)")
+_LAST_WORD = re.compile(r"(\S+)$")
+_CLOSERS = "\"'”’)]"
+_PAUSES = ",;:—–"
+
+
+def _is_abbreviation(text_before: str) -> bool:
+    """``text_before`` ends just before the punctuation mark that would end the clause."""
+    m = _LAST_WORD.search(text_before)
+    if not m:
+        return False
+    word = m.group(1).lstrip("\"'“‘([").lower()
+    if len(word) == 1 and word.isalpha():
+        return True  # an initial: "J. Smith"
+    return word.rstrip(".") in ABBREVIATIONS
+
+
+@dataclass
+class ClauseChunker:
+    min_first_chars: int = 12
+    """A comma ends the first clause only after this many characters (shorter sounds choppy)."""
+    max_first_chars: int = 100
+    """With no boundary by then, the first clause ends at the last space (keeps first audio early)."""
+    max_chars: int = 250
+    """Any clause longer than this ends at its last comma or space."""
+    _buf: str = field(default="", init=False)
+    _emitted: int = field(default=0, init=False)
+
+    def feed(self, delta: str) -> list[str]:
+        """Add generated text; return the clauses it completed, in order."""
+        self._buf += delta
+        out: list[str] = []
+        while (clause := self._next()) is not None:
+            if clause:
+                out.append(clause)
+                self._emitted += 1
+        return out
+
+    def flush(self) -> str | None:
+        """The text left when generation ends (the last clause), or ``None``."""
+        rest, self._buf = self._buf.strip(), ""
+        if not any(c.isalnum() for c in rest):
+            return None
+        self._emitted += 1
+        return rest
+
+    def _next(self) -> str | None:
+        """The next complete clause; ``""`` for a punctuation-only scrap; ``None`` when none is complete."""
+        first = self._emitted == 0
+        for m in (_CLAUSE_END if first else _SENTENCE_END).finditer(self._buf):
+            mark = m.group(0).rstrip(_CLOSERS)
+            before = self._buf[: m.start()]
+            if mark == "." and _is_abbreviation(before):
+                continue
+            if mark[:1] in _PAUSES and (
+                len(before.strip()) < self.min_first_chars or _is_abbreviation(before)
+            ):
+                continue
+            return self._take(m.end())
+        limit = self.max_first_chars if first else self.max_chars
+        if len(self._buf) > limit:
+            return self._take(self._soft_break(limit))
+        return None
+
+    def _soft_break(self, limit: int) -> int:
+        head = self._buf[:limit]
+        for sep in (", ", " "):
+            i = head.rfind(sep)
+            if i > 0:
+                return i + len(sep)
+        return limit
+
+    def _take(self, end: int) -> str:
+        clause, self._buf = self._buf[:end].strip(), self._buf[end:]
+        return clause if any(c.isalnum() for c in clause) else ""
+
+
+def split_clauses(text: str, **options: int) -> list[str]:
+    """Chunk a whole text at once, exactly as it would be chunked while streaming."""
+    chunker = ClauseChunker(**options)
+    clauses = chunker.feed(text)
+    last = chunker.flush()
+    return [*clauses, last] if last else clauses

@@ -1,0 +1,112 @@
+"""The LLM stage: vLLM's OpenAI-compatible chat API, streamed over httpx.
+
+Closing the stream (``aclose()`` on the generator, or cancelling its consumer) closes the HTTP
+connection mid-response, which vLLM takes as an abort: the request stops using the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from region.settings import LlmSettings
+from region.think import ThinkFilter
+from wire.errors import RegionError
+from wire.turn import TurnStart
+
+
+class LlmError(RegionError):
+    """vLLM could not be reached or answered with an error."""
+
+    code = "llm_error"
+
+
+def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list[dict[str, str]]:
+    """The chat for one turn: system prompt (+ instructions), history, the user's words, and, after a
+    failover, what the user already heard as the start of the assistant's answer."""
+    system = system_prompt + (f"\n\n{start.instructions}" if start.instructions else "")
+    messages = [{"role": "system", "content": system}]
+    messages += [{"role": m.role, "content": m.content} for m in start.history]
+    messages.append({"role": "user", "content": user_text})
+    if start.heard_text:
+        messages.append({"role": "assistant", "content": start.heard_text})
+    return messages
+
+
+class LlmClient:
+    def __init__(self, settings: LlmSettings, url: str, *, system_prompt: str) -> None:
+        self.settings = settings
+        self.url = url.rstrip("/")
+        self.system_prompt = system_prompt
+        # A read timeout bounds the gap between tokens, not the whole answer.
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=httpx.Timeout(30.0, connect=5.0),
+            limits=httpx.Limits(max_keepalive_connections=8),
+        )
+        self.ready = False
+
+    def request_body(self, start: TurnStart, user_text: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.settings.served_name,
+            "messages": build_messages(start, self.system_prompt, user_text),
+            "stream": True,
+            "max_tokens": start.max_output_tokens,
+            "temperature": start.temperature,
+        }
+        if start.heard_text:
+            # Continue the assistant message the user already heard instead of starting a new one.
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        if self.settings.chat_template_kwargs:
+            body["chat_template_kwargs"] = dict(self.settings.chat_template_kwargs)
+        return body
+
+    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str]:
+        """Yield the visible answer text as it is generated (``<think>`` blocks removed)."""
+        think = ThinkFilter()
+        try:
+            async with self._http.stream(
+                "POST", "/chat/completions", json=self.request_body(start, user_text)
+            ) as r:
+                if r.status_code != 200:
+                    detail = (await r.aread()).decode(errors="replace")[:300]
+                    raise LlmError(f"vLLM answered {r.status_code}: {detail}")
+                async for line in r.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    chunk = json.loads(data)
+                    choices = chunk.get("choices") or []
+                    delta = (choices[0].get("delta") or {}).get("content") if choices else None
+                    if delta and (visible := think.feed(delta)):
+                        yield visible
+        except httpx.HTTPError as exc:
+            raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
+        if tail := think.flush():
+            yield tail
+
+    async def complete(self, start: TurnStart, user_text: str) -> str:
+        """The whole answer at once (the naive pipeline's LLM step)."""
+        return "".join([delta async for delta in self.stream(start, user_text)])
+
+    async def load(self) -> None:
+        """Check the server serves our model and warm its prompt path with a one-token answer."""
+        try:
+            models = (await self._http.get("/models")).json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise LlmError(f"LLM at {self.url} is not reachable: {exc!r}") from exc
+        names = [m.get("id") for m in models.get("data", [])]
+        if self.settings.served_name not in names:
+            raise LlmError(f"LLM at {self.url} serves {names}, not {self.settings.served_name}")
+        warm = TurnStart(turn_id="warm-up", max_output_tokens=1, temperature=0.0)
+        await self.complete(warm, "Hi")
+        self.ready = True
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

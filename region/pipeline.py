@@ -1,0 +1,183 @@
+"""A turn's work: user text (STT, or given) -> LLM stream -> clauses -> TTS, as a stream of events.
+
+``StreamingPipeline`` overlaps the stages: the first clause goes to TTS as soon as the chunker
+closes it, and its audio is sent while the LLM is still writing the rest. ``NaivePipeline`` runs
+the same stages one after another (whole transcript, whole answer, whole synthesis); it exists so
+``voicemesh bench region`` can show what the streaming buys.
+
+Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``). Cancelling
+the consuming task (or closing the iterator) stops every stage: the LLM request is aborted, a
+running TTS clause is terminated through its ONNX ``RunOptions``, STT stops at its next segment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from region.cancel import CancelToken
+from region.clauses import ClauseChunker
+from region.llm import LlmClient
+from region.stt import Transcriber
+from region.tts import Synthesizer
+from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
+from wire.client import ClauseAudio
+from wire.turn import AudioClause, TextDelta, Transcript, TurnStart
+
+PipelineEvent = Transcript | TextDelta | ClauseAudio
+
+
+@dataclass
+class Turn:
+    """One turn's inputs and what it has produced so far (read after a cancel, too)."""
+
+    start: TurnStart
+    audio: FloatAudio | None = None
+    """16 kHz mono float samples, when the turn carries speech."""
+    cancel: CancelToken = field(default_factory=CancelToken)
+    transcript: str = ""
+    text: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+
+    def mark(self, name: str, since: float | None = None) -> None:
+        """Record ``name`` as seconds since ``since`` (default: the turn's start), once."""
+        if name not in self.timings:
+            self.timings[name] = round(time.perf_counter() - (self.t0 if since is None else since), 4)
+
+
+@dataclass
+class Stages:
+    stt: Transcriber
+    llm: LlmClient
+    tts: Synthesizer
+    chunker: Callable[[], ClauseChunker] = ClauseChunker
+
+
+class Pipeline:
+    def __init__(self, stages: Stages) -> None:
+        self.stages = stages
+
+    def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+        raise NotImplementedError
+
+    async def user_text(self, turn: Turn) -> str:
+        """What the user said: the router's transcript (failover), typed text, or STT of the audio."""
+        start = turn.start
+        if start.transcript is not None:
+            return start.transcript
+        if start.text is not None:
+            return start.text
+        assert turn.audio is not None, "validation lets no turn through without audio or text"
+        t = time.perf_counter()
+        text = await self.stages.stt.transcribe(turn.audio, turn.cancel)
+        turn.mark("stt_s", t)
+        return text
+
+    async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio:
+        t = time.perf_counter()
+        audio = await self.stages.tts.synthesize(text, turn.start.voice, turn.cancel)
+        if index == 0:
+            turn.mark("tts_first_audio_s", t)
+        pcm = float_to_pcm16(audio)
+        header = AudioClause(
+            turn_id=turn.start.turn_id,
+            index=index,
+            text=text,
+            sample_rate=REGION_OUT_RATE,
+            audio_bytes=len(pcm),
+        )
+        return ClauseAudio(header, pcm)
+
+    def transcript_event(self, turn: Turn, text: str) -> Transcript:
+        turn.transcript = text
+        return Transcript(turn_id=turn.start.turn_id, text=text)
+
+
+class _End:
+    """Marks the end of the streaming pipeline's output queue."""
+
+
+class StreamingPipeline(Pipeline):
+    async def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+        user_text = await self.user_text(turn)
+        yield self.transcript_event(turn, user_text)
+        if not user_text.strip():
+            return  # nothing was said: no answer
+        out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
+        clauses: asyncio.Queue[str | None] = asyncio.Queue()
+        writer = asyncio.create_task(self._write(turn, user_text, out, clauses), name="llm")
+        speaker = asyncio.create_task(self._speak_all(turn, out, clauses), name="tts")
+        try:
+            while not isinstance(item := await out.get(), _End):
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, ClauseAudio):
+                    turn.mark("first_audio_s")
+                yield item
+        finally:
+            for task in (writer, speaker):
+                task.cancel()
+            turn.cancel.cancel()  # stop the TTS thread now, not when its clause would have ended
+            for task in (writer, speaker):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _write(
+        self, turn: Turn, user_text: str, out: asyncio.Queue[PipelineEvent | BaseException | _End],
+        clauses: asyncio.Queue[str | None],
+    ) -> None:  # fmt: skip
+        chunker = self.stages.chunker()
+        t = time.perf_counter()
+        try:
+            async for delta in self.stages.llm.stream(turn.start, user_text):
+                turn.mark("llm_ttft_s", t)
+                turn.text += delta
+                out.put_nowait(TextDelta(turn_id=turn.start.turn_id, delta=delta))
+                for clause in chunker.feed(delta):
+                    turn.mark("first_clause_s")
+                    clauses.put_nowait(clause)
+            if last := chunker.flush():
+                turn.mark("first_clause_s")
+                clauses.put_nowait(last)
+            turn.mark("llm_s", t)
+        except Exception as exc:
+            out.put_nowait(exc)
+        finally:
+            clauses.put_nowait(None)
+
+    async def _speak_all(
+        self,
+        turn: Turn,
+        out: asyncio.Queue[PipelineEvent | BaseException | _End],
+        clauses: asyncio.Queue[str | None],
+    ) -> None:
+        index = 0
+        try:
+            while (clause := await clauses.get()) is not None:
+                out.put_nowait(await self.speak(turn, index, clause))
+                index += 1
+            out.put_nowait(_End())
+        except Exception as exc:
+            out.put_nowait(exc)
+
+
+class NaivePipeline(Pipeline):
+    """Each stage waits for the previous one to finish; first audio = all the work."""
+
+    async def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+        user_text = await self.user_text(turn)
+        yield self.transcript_event(turn, user_text)
+        if not user_text.strip():
+            return
+        t = time.perf_counter()
+        turn.text = await self.stages.llm.complete(turn.start, user_text)
+        turn.mark("llm_s", t)
+        yield TextDelta(turn_id=turn.start.turn_id, delta=turn.text)
+        if turn.text.strip():
+            audio = await self.speak(turn, 0, turn.text)
+            turn.mark("first_audio_s")
+            yield audio

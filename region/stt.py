@@ -1,0 +1,63 @@
+"""Speech to text: faster-whisper, run in a worker thread so the event loop keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import numpy as np
+from faster_whisper import WhisperModel
+
+from region.cancel import CancelToken
+from region.settings import SttSettings
+from wire.audio import FloatAudio
+from wire.errors import ModelMissing
+
+log = logging.getLogger(__name__)
+
+
+class Transcriber:
+    def __init__(self, settings: SttSettings) -> None:
+        self.settings = settings
+        self._model: WhisperModel | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._model is not None
+
+    async def load(self) -> None:
+        """Load the model and run one transcription, so the first real turn pays no warm-up."""
+        s = self.settings
+        try:
+            model = await asyncio.to_thread(
+                WhisperModel, s.model, device=s.device, compute_type=s.compute_type, cpu_threads=s.cpu_threads
+            )
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelMissing(
+                f"cannot load Whisper from {s.model}: {exc}; run `voicemesh models fetch`"
+            ) from exc
+        rng = np.random.default_rng(0)
+        noise = (rng.standard_normal(16_000) * 0.01).astype(np.float32)
+        self._model = model
+        await self.transcribe(noise, CancelToken())
+
+    async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
+        """16 kHz float audio -> text. Cancel takes effect at the next segment boundary."""
+        return await asyncio.to_thread(self._run, audio, cancel)
+
+    def _run(self, audio: FloatAudio, cancel: CancelToken) -> str:
+        assert self._model is not None, "Transcriber.load() first"
+        s = self.settings
+        segments, _ = self._model.transcribe(
+            audio,
+            language=s.language or None,
+            beam_size=s.beam_size,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+        )
+        parts: list[str] = []
+        for segment in segments:  # a lazy generator: each step decodes one more segment
+            cancel.raise_if_cancelled()
+            parts.append(segment.text)
+        cancel.raise_if_cancelled()
+        return " ".join(p.strip() for p in parts if p.strip())

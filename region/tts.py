@@ -1,0 +1,101 @@
+"""Text to speech: Kokoro (kokoro-onnx) on onnxruntime, one clause at a time.
+
+kokoro-onnx does the phonemizing, tokenizing, voice styles, trimming and pauses; we only hand it
+a session whose ``run()`` uses a turn's ``RunOptions``, so cancelling a turn terminates the ONNX
+run in flight instead of waiting for the clause to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from kokoro_onnx import Kokoro
+
+from region.cancel import Cancelled, CancelToken
+from region.settings import TtsSettings
+from wire.audio import REGION_OUT_RATE, FloatAudio, resample
+from wire.errors import ModelMissing, UnknownVoice
+
+
+class _TurnAwareSession:
+    """Stands in for kokoro-onnx's ``InferenceSession``: each thread's runs use its current RunOptions."""
+
+    def __init__(self, session: ort.InferenceSession) -> None:
+        self._session = session
+        self._local = threading.local()
+
+    def use(self, options: ort.RunOptions | None) -> None:
+        self._local.options = options
+
+    def run(self, output_names: Any, inputs: Any, run_options: ort.RunOptions | None = None) -> Any:
+        return self._session.run(output_names, inputs, run_options or getattr(self._local, "options", None))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+class Synthesizer:
+    def __init__(self, settings: TtsSettings) -> None:
+        self.settings = settings
+        self._kokoro: Kokoro | None = None
+        self._session: _TurnAwareSession | None = None
+        self.voices: frozenset[str] = frozenset()
+
+    @property
+    def ready(self) -> bool:
+        return self._kokoro is not None
+
+    async def load(self) -> None:
+        await asyncio.to_thread(self._load)
+        await self.synthesize("Hello there.", "", CancelToken())  # warm-up: first run allocates
+
+    def _load(self) -> None:
+        s = self.settings
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = s.intra_op_threads
+        options.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(s.model, sess_options=options, providers=list(s.providers))
+            kokoro = Kokoro.from_session(session, s.voices)
+        except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
+            raise ModelMissing(
+                f"cannot load Kokoro from {s.model} / {s.voices}: {exc}; run `voicemesh models fetch`"
+            ) from exc
+        self._session = _TurnAwareSession(session)
+        kokoro.sess = self._session
+        self.voices = frozenset(kokoro.get_voices())
+        self._kokoro = kokoro
+
+    def resolve_voice(self, voice: str) -> str:
+        """The voice to speak with (the default when empty); ``UnknownVoice`` if we do not have it."""
+        chosen = voice or self.settings.default_voice
+        if self.voices and chosen not in self.voices:
+            raise UnknownVoice(
+                f"unknown voice {chosen!r}; this region speaks: {', '.join(sorted(self.voices))}"
+            )
+        return chosen
+
+    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+        """One clause -> float audio at 24 kHz. Raises ``Cancelled`` within milliseconds of cancel."""
+        voice = self.resolve_voice(voice)
+        return await asyncio.to_thread(self._run, text, voice, cancel)
+
+    def _run(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+        assert self._kokoro is not None and self._session is not None, "Synthesizer.load() first"
+        s = self.settings
+        with cancel.onnx_run() as options:
+            cancel.raise_if_cancelled()
+            self._session.use(options)
+            try:
+                audio, rate = self._kokoro.create(text, voice=voice, speed=s.speed, lang=s.lang)
+            except Exception:
+                if cancel.cancelled:
+                    raise Cancelled from None  # onnxruntime's "Exiting due to terminate flag"
+                raise
+            finally:
+                self._session.use(None)
+        return resample(np.asarray(audio, dtype=np.float32), rate, REGION_OUT_RATE)

@@ -1,0 +1,61 @@
+"""Time-decayed averages: old samples fade with wall-clock age, not with sample count.
+
+A region that served one turn a minute ago and nothing since must not be judged by that turn as if
+it were fresh; a per-sample EWMA would do that. Here a sample's weight falls as ``exp(-age/tau)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+class DecayingEwma:
+    """``update(x)`` folds a sample in with weight ``1 - exp(-dt/tau)``; the first sample sets it."""
+
+    __slots__ = ("_at", "_value", "tau_s")
+
+    def __init__(self, tau_s: float) -> None:
+        self.tau_s = tau_s
+        self._value: float | None = None
+        self._at = 0.0
+
+    def update(self, sample: float, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        if self._value is None:
+            self._value = sample
+        else:
+            alpha = 1.0 - math.exp(-max(now - self._at, 0.0) / self.tau_s)
+            # Two samples in the same instant still both count: never weigh a new one at zero.
+            alpha = max(alpha, 0.1)
+            self._value += alpha * (sample - self._value)
+        self._at = now
+        return self._value
+
+    @property
+    def value(self) -> float | None:
+        return self._value
+
+
+class DecayingCounter:
+    """A count of events that fades with ``exp(-age/tau)``: recent failures weigh, old ones vanish."""
+
+    __slots__ = ("_at", "_value", "tau_s")
+
+    def __init__(self, tau_s: float) -> None:
+        self.tau_s = tau_s
+        self._value = 0.0
+        self._at = 0.0
+
+    def value(self, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        return self._value * math.exp(-max(now - self._at, 0.0) / self.tau_s)
+
+    def add(self, amount: float = 1.0, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        self._value = self.value(now) + amount
+        self._at = now
+        return self._value
+
+    def reset(self) -> None:
+        self._value = 0.0

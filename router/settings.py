@@ -1,0 +1,64 @@
+"""Router knobs as one frozen dataclass (built by the CLI from flags/env, or by tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from router.registry import Location
+
+
+@dataclass(frozen=True, slots=True)
+class RouterSettings:
+    registry_path: str = ""
+    """The registry file (JSON, see ``router.registry``); watched and reloaded on change."""
+    registry_poll_s: float = 1.0
+    location: Location = field(default_factory=lambda: Location(0.0, 0.0))
+    """Where this edge is: before any measurement, nearer regions look faster."""
+
+    # Health
+    probe_interval_s: float = 1.0
+    probe_timeout_s: float = 1.0
+    latency_tau_s: float = 10.0
+    """Time constant of the latency EWMAs: a sample ``tau`` old weighs ``1/e`` of a fresh one."""
+    prior_ttfa_s: float = 2.0
+    """Assumed time to first audio of a region never measured (plus its distance)."""
+    failure_penalty_s: float = 5.0
+    """Added to the score per recent failure, so a region that fails fast never looks fast."""
+    penalty_tau_s: float = 30.0
+    turn_duration_prior_s: float = 4.0
+    """Assumed slot time of a turn, to turn a queue depth into an expected wait."""
+
+    # Deadlines: derived from the region's own latency, never one long generic timeout.
+    first_byte_floor_s: float = 0.75
+    first_byte_factor: float = 4.0
+    first_audio_floor_s: float = 3.0
+    first_audio_factor: float = 3.0
+    stall_floor_s: float = 2.0
+    """Shortest allowed silence between two audio clauses once the region has started answering."""
+    stall_factor: float = 3.0
+    synth_s_per_char_prior: float = 0.12
+    """Synthesis time per character before a region has been measured: Kokoro on a busy CPU core
+    (measured 0.04-0.1); cautious, since a false stall fails a healthy region over."""
+    max_clause_chars: int = 120
+    connect_timeout_s: float = 2.0
+
+    # Breakers
+    breaker_fail_max: int = 3
+    breaker_reset_s: float = 10.0
+    redis_url: str | None = None
+    """``redis://...`` shares breaker state between edge replicas; ``None`` keeps it in memory."""
+    redis_namespace: str = "voicemesh"
+
+    # Retries
+    max_attempts: int = 3
+    """Regions one turn may try (the first included)."""
+    retry_budget_per_s: float = 2.0
+    retry_budget_burst: float = 10.0
+    """Failovers across all turns are drawn from a token bucket, so a storm cannot multiply load."""
+
+    # Pool
+    warm_regions: int = 2
+    """Keep an idle connection to this many best regions (the chosen one and the runner-up)."""
+    warm_hold_s: float = 120.0
+    sticky_sessions_max: int = 100_000
+    failover_log_size: int = 50

@@ -1,0 +1,217 @@
+"""Every bad input and unauthenticated connection gets a clear answer; nothing else is harmed."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+import pytest_asyncio
+import websockets
+from websockets.asyncio.client import connect
+
+from edge.settings import LimitSettings
+from edge.talk import client
+from tests.fixtures.common import free_port
+from tests.fixtures.edge import EdgeFactory, RunningEdge
+
+JWT_SECRET = "test-jwt-secret-0123456789abcdef0123"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def strict_edge(edge_factory: EdgeFactory) -> RunningEdge:
+    """Small limits, so each one can be hit quickly; no region (nothing here needs one)."""
+    return await edge_factory(
+        [("nowhere", f"http://127.0.0.1:{free_port()}")],
+        jwt_secret=JWT_SECRET,
+        limits=LimitSettings(
+            max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40, events_per_s=5.0, events_burst=30,
+            max_event_bytes=64_000, max_buffer_s=1.0,
+        ),
+    )  # fmt: skip
+
+
+async def _raw(edge: RunningEdge, token: str | None = None, subprotocols: list[str] | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return await connect(f"{edge.url}/realtime?model=x", additional_headers=headers, subprotocols=subprotocols)  # type: ignore[arg-type]
+
+
+async def _next(ws: Any, type_: str | None = None) -> dict[str, Any]:
+    async with asyncio.timeout(10):
+        while True:
+            event: dict[str, Any] = json.loads(await ws.recv())
+            if type_ is None or event["type"] == type_:
+                return event
+
+
+# -- authentication ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", [None, "wrong-key", "ek_never-minted", "a.b.c"])
+async def test_unauthenticated_handshake_is_refused_with_401(strict_edge: RunningEdge, token: str | None) -> None:
+    with pytest.raises(websockets.InvalidStatus) as info:
+        await _raw(strict_edge, token)
+    assert info.value.response.status_code == 401
+    body = json.loads(info.value.response.body or b"{}")
+    assert body["error"]["code"] == "invalid_api_key"
+
+
+async def test_expired_jwt_is_refused_and_valid_jwt_accepted(strict_edge: RunningEdge) -> None:
+    expired = jwt.encode({"sub": "alice", "exp": int(time.time()) - 10}, JWT_SECRET, algorithm="HS256")
+    with pytest.raises(websockets.InvalidStatus) as info:
+        await _raw(strict_edge, expired)
+    assert info.value.response.status_code == 401
+    assert b"expired" in (info.value.response.body or b"")
+    forged = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, "another-secret-0123456789abcdef-x", algorithm="HS256")
+    with pytest.raises(websockets.InvalidStatus):
+        await _raw(strict_edge, forged)
+    valid = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, JWT_SECRET, algorithm="HS256")
+    ws = await _raw(strict_edge, valid)
+    assert (await _next(ws))["type"] == "session.created"
+    await ws.close()
+
+
+async def test_browser_subprotocol_key_is_accepted(strict_edge: RunningEdge) -> None:
+    ws = await _raw(strict_edge, None, ["realtime", f"openai-insecure-api-key.{strict_edge.api_key}"])
+    assert ws.subprotocol == "realtime"
+    assert (await _next(ws))["type"] == "session.created"
+    await ws.close()
+
+
+async def test_client_secret_minted_from_key_works_at_handshake(strict_edge: RunningEdge) -> None:
+    async with httpx.AsyncClient(base_url=strict_edge.http_url) as http:
+        refused = await http.post("/v1/realtime/client_secrets", json={})
+        assert refused.status_code == 401
+        bad = await http.post(
+            "/v1/realtime/client_secrets", json={"expires_after": {"anchor": "created_at", "seconds": 1}},
+            headers={"Authorization": f"Bearer {strict_edge.api_key}"},
+        )  # fmt: skip
+        assert bad.status_code == 400
+        minted = await http.post(
+            "/v1/realtime/client_secrets", json={"expires_after": {"anchor": "created_at", "seconds": 60}},
+            headers={"Authorization": f"Bearer {strict_edge.api_key}"},
+        )  # fmt: skip
+        assert minted.status_code == 200
+        secret = minted.json()
+        assert secret["value"].startswith("ek_") and secret["expires_at"] > time.time() + 50
+        # A client secret cannot mint more secrets: only the API key can.
+        again = await http.post(
+            "/v1/realtime/client_secrets", json={}, headers={"Authorization": f"Bearer {secret['value']}"}
+        )
+        assert again.status_code == 401
+    # The stock client with the ephemeral key, as a browser app would get it from its backend.
+    async with client(strict_edge.url, secret["value"]).realtime.connect(model="x") as conn:
+        assert (await conn.recv()).type == "session.created"
+
+
+async def test_status_needs_auth_and_reports_router(strict_edge: RunningEdge) -> None:
+    async with httpx.AsyncClient(base_url=strict_edge.http_url) as http:
+        assert (await http.get("/status")).status_code == 401
+        ok = await http.get("/status", headers={"Authorization": f"Bearer {strict_edge.api_key}"})
+        assert ok.status_code == 200
+        body = ok.json()
+        assert "router" in body and "edge" in body
+        assert (await http.get("/health")).json() == {"status": "ok"}
+
+
+# -- limits ------------------------------------------------------------------------------------------
+
+
+async def test_concurrent_session_limit_per_key(strict_edge: RunningEdge) -> None:
+    first, second = await _raw(strict_edge, strict_edge.api_key), await _raw(strict_edge, strict_edge.api_key)
+    try:
+        with pytest.raises(websockets.InvalidStatus) as info:
+            await _raw(strict_edge, strict_edge.api_key)
+        assert info.value.response.status_code == 429
+        assert b"session_limit_exceeded" in (info.value.response.body or b"")
+    finally:
+        await first.close()
+        await second.close()
+    await asyncio.sleep(0.2)
+    third = await _raw(strict_edge, strict_edge.api_key)  # a slot is free again
+    await third.close()
+
+
+async def test_event_rate_limit_answers_error_and_session_survives(strict_edge: RunningEdge) -> None:
+    ws = await _raw(strict_edge, strict_edge.api_key)
+    await _next(ws, "session.created")
+    for _ in range(40):  # burst is 30
+        await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
+    codes = []
+    for _ in range(40):
+        event = await _next(ws)
+        if event["type"] == "error":
+            codes.append(event["error"]["code"])
+    assert "rate_limit_exceeded" in codes
+    await ws.close()
+
+
+async def test_session_duration_limit_closes_with_error(edge_factory: EdgeFactory) -> None:
+    short = await edge_factory([("nowhere", f"http://127.0.0.1:{free_port()}")], limits=LimitSettings(max_session_s=2.0))
+    ws = await _raw(short, short.api_key)
+    await _next(ws, "session.created")
+    event = await _next(ws, "error")
+    assert event["error"]["code"] == "session_expired"
+    with pytest.raises(websockets.ConnectionClosed):
+        async with asyncio.timeout(5):
+            await ws.recv()
+
+
+# -- bad events: each answered with an error code, the session carries on ----------------------------
+
+BAD_EVENTS: list[tuple[str, str]] = [
+    ("this is not json", "invalid_json"),
+    ("[1, 2, 3]", "invalid_json"),
+    (json.dumps({"event_id": "e1"}), "missing_type"),
+    (json.dumps({"type": "response.teleport"}), "unknown_event"),
+    (json.dumps({"type": "input_audio_buffer.append"}), "invalid_value"),
+    (json.dumps({"type": "input_audio_buffer.append", "audio": "%%%not base64%%%"}), "invalid_audio"),
+    (json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(b"\x01\x02\x03").decode()}), "invalid_audio"),
+    (json.dumps({"type": "input_audio_buffer.append", "audio": "A" * 70_000}), "event_too_large"),
+    (json.dumps({"type": "input_audio_buffer.commit"}), "input_audio_buffer_commit_empty"),
+    (json.dumps({"type": "response.cancel"}), "response_cancel_not_active"),
+    (json.dumps({"type": "response.create"}), "no_input"),
+    (json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}}), "invalid_value"),
+    (json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"output": {"format": {"type": "audio/pcmu"}}}}}), "unsupported_audio_format"),
+    (json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": []}}), "invalid_value"),
+    (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "unsupported_event"),
+]  # fmt: skip
+
+
+async def test_bad_events_get_error_events_and_session_carries_on(strict_edge: RunningEdge) -> None:
+    ws = await _raw(strict_edge, strict_edge.api_key)
+    bystander = await _raw(strict_edge, strict_edge.api_key)
+    await _next(ws, "session.created")
+    await _next(bystander, "session.created")
+    for raw, code in BAD_EVENTS:
+        await ws.send(raw)
+        event = await _next(ws)
+        assert event["type"] == "error", (raw[:60], event)
+        assert event["error"]["code"] == code, (raw[:60], event["error"])
+        assert event["error"]["message"]
+        await asyncio.sleep(0.2)  # stay under the event rate limit
+    # Binary frames are not Realtime events either.
+    await ws.send(b"\x00\x01")
+    assert (await _next(ws))["error"]["code"] == "invalid_json"
+    # Manual turns: the buffer is bounded (max_buffer_s = 1 s here).
+    await ws.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}}))
+    updated = await _next(ws, "session.updated")
+    assert updated["session"]["audio"]["input"]["turn_detection"] is None
+    chunk = base64.b64encode(b"\x00\x00" * 24_000 // 2).decode()  # 0.5 s
+    for _ in range(3):
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk, "event_id": "evt_full"}))
+        await asyncio.sleep(0.2)
+    full = await _next(ws, "error")
+    assert full["error"]["code"] == "input_audio_buffer_full" and full["error"]["event_id"] == "evt_full"
+    # Still the same, working session; and the other session never noticed.
+    await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
+    assert (await _next(ws))["type"] == "input_audio_buffer.cleared"
+    await bystander.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "hi"}}))
+    assert (await _next(bystander))["type"] == "session.updated"
+    await ws.close()
+    await bystander.close()

@@ -1,0 +1,79 @@
+"""Barge-in: talking over the answer stops its audio at once, cancels the region's turn, and the
+history keeps only what the user heard."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+
+import httpx
+import numpy as np
+
+from edge.talk import client, stream_audio
+from tests.fixtures.edge import RunningEdge
+from tests.fixtures.region import RegionFactory
+from wire.audio import CLIENT_RATE, FloatAudio
+
+
+def _cancels(region_url: str) -> float:
+    text = httpx.get(f"{region_url}/metrics", timeout=5).text
+    match = re.search(r"^voicemesh_region_cancels_total (\S+)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+async def test_barge_in_stops_audio_and_cancels_region_turn(
+    edge: RunningEdge, region_factory: RegionFactory, say: Callable[[str], FloatAudio]
+) -> None:
+    region = region_factory("edge-test", max_concurrent=2, max_queue=4)
+    cancels_before = _cancels(region.url)
+    question = say("Tell me a long story about a dragon.")
+    interruption = say("Stop, stop. Wait a moment please.")
+    silence = np.zeros(CLIENT_RATE // 2, dtype=np.float32)
+    events: list[tuple[float, object]] = []
+    async with client(edge.url, edge.api_key).realtime.connect(model="voicemesh") as conn:
+        created = await conn.recv()
+        session_id = created.session.model_extra["id"]  # type: ignore[union-attr]
+        await conn.session.update(
+            session={"type": "realtime", "instructions": "Tell long, detailed stories of many sentences."}
+        )
+        await stream_audio(conn, np.concatenate([question, silence, silence]), pace=1.5)
+        talker: asyncio.Task[None] | None = None
+        async with asyncio.timeout(120):
+            async for event in conn:
+                events.append((time.monotonic(), event))
+                if event.type == "response.output_audio.delta" and talker is None:
+                    # The answer is playing: talk over it, like a person would.
+                    talker = asyncio.create_task(stream_audio(conn, np.concatenate([interruption, silence])))
+                if event.type == "response.done":
+                    break
+        assert talker is not None
+        await talker
+        state = await edge.services.sessions.load(session_id)
+
+    types = [e.type for _, e in events]  # type: ignore[attr-defined]
+    assert types.count("input_audio_buffer.speech_started") == 2, types
+    barge_at = [t for t, e in events if e.type == "input_audio_buffer.speech_started"][1]  # type: ignore[attr-defined]
+    done = events[-1][1]
+    assert done.response.status == "cancelled"  # type: ignore[attr-defined]
+    assert done.response.status_details.reason == "turn_detected"  # type: ignore[attr-defined]
+    # Audio stops at once: at most one delta already on the wire after the user started talking.
+    late = [e for t, e in events if t >= barge_at and e.type == "response.output_audio.delta"]  # type: ignore[attr-defined]
+    assert len(late) <= 1, f"{len(late)} audio deltas after speech_started"
+    assert events[-1][0] - barge_at < 1.0
+
+    # History holds what was heard: whole clauses whose audio went out, a prefix of what was said.
+    heard = done.response.output[0].content[0].transcript  # type: ignore[attr-defined]
+    full = "".join(e.delta for _, e in events if e.type == "response.output_audio_transcript.delta")  # type: ignore[attr-defined]
+    assert len(heard) < len(full.strip())
+    assert state is not None
+    assistant = [m.content for m in state.history if m.role == "assistant"]
+    assert assistant == ([heard] if heard else [])
+
+    # The region's turn was cancelled, not left running.
+    for _ in range(50):
+        if _cancels(region.url) > cancels_before:
+            break
+        await asyncio.sleep(0.1)
+    assert _cancels(region.url) > cancels_before

@@ -1,0 +1,153 @@
+"""`voicemesh up` / `infra up|status` / `down`: real Terraform starting real region processes.
+
+One deployment (two regions on loopback attached to the test run's vLLM, and an edge started
+from the registry Terraform's outputs produced) is shared by every test here; the tests run in
+file order, and the last one tears it down with `voicemesh down`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from edge.talk import talk
+from infra.processes import is_alive
+from tests.fixtures.common import SpeechFactory
+from tests.fixtures.infra import LocalDeployment
+from wire.audio import CLIENT_RATE, float_to_pcm16, read_wav, resample
+from wire.client import run_turn
+from wire.turn import TurnStart
+
+
+def _port_listening(url: str) -> bool:
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_up_brings_up_two_regions_that_answer_health(local_deployment: LocalDeployment) -> None:
+    out = local_deployment.up_output
+    assert "Apply complete! Resources: 2 added" in out
+    assert "region-eu-west: ready after" in out and "region-us-east: ready after" in out
+    assert "edge ready after" in out and f"API key: {local_deployment.api_key}" in out
+    regions = local_deployment.registry()["regions"]
+    assert [r["id"] for r in regions] == ["eu-west", "us-east"]
+    for r in regions:
+        health = httpx.get(r["url"] + "/health", timeout=5)
+        assert health.status_code == 200, health.text
+        body = health.json()
+        assert body["status"] == "ready" and body["region"] == r["id"]
+        assert all(body["models"].values())  # warm before Terraform called it created
+
+
+def test_registry_lists_the_regions_with_their_outputs(local_deployment: LocalDeployment) -> None:
+    reg = local_deployment.registry()
+    assert reg["source"] == "terraform:local"
+    base = local_deployment.base_port
+    eu, us = reg["regions"]
+    assert eu == {
+        "id": "eu-west",
+        "url": f"http://127.0.0.1:{base}",
+        "location": {"lat": 50.11, "lon": 8.68},
+        "residency": ["eu"],
+        "capacity": 2,
+    }
+    assert us["url"] == f"http://127.0.0.1:{base + 1}" and us["residency"] == ["us"]
+    assert us["location"]["lon"] < 0  # Ashburn is west of Greenwich
+
+
+def test_up_again_changes_nothing(local_deployment: LocalDeployment) -> None:
+    pids = {r: local_deployment.pid(r) for r in ("eu-west", "us-east")}
+    again = local_deployment.voicemesh("infra", "up", "--env", "local")  # variables repeat the last run's
+    assert again.returncode == 0, again.stderr
+    assert "Resources: 0 added, 0 changed, 0 destroyed" in again.stderr
+    assert {r: local_deployment.pid(r) for r in pids} == pids
+
+
+def test_status_reports_every_region_ready(local_deployment: LocalDeployment) -> None:
+    status = local_deployment.voicemesh("infra", "status", "--env", "local")
+    assert status.returncode == 0, status.stderr
+    lines = [line for line in status.stderr.splitlines() if "region-" in line]
+    assert len(lines) == 2 and all(line.startswith("ready") for line in lines), status.stderr
+    assert "queue_depth=0" in status.stderr
+
+
+async def test_a_region_from_the_registry_serves_a_turn(
+    local_deployment: LocalDeployment, speech: SpeechFactory
+) -> None:
+    # Through the region turn protocol (wire.client), from the URL the registry gives.
+    region = local_deployment.registry()["regions"][0]
+    samples, rate = read_wav(speech("What is the capital of France?"))
+    pcm = float_to_pcm16(resample(samples, rate, 16_000))
+    start = TurnStart(turn_id=uuid.uuid4().hex, audio_bytes=len(pcm), max_output_tokens=40)
+    result = await run_turn(region["url"], start, pcm, region=region["id"])
+    assert result.error is None, result.error
+    assert result.status == "completed", result
+    assert "capital" in result.transcript.lower()  # whisper base may mishear "France"
+    assert result.text.strip() and len(result.audio) > 24_000  # > 0.5 s of 24 kHz PCM16 speech
+    assert result.region == "eu-west"
+
+
+async def test_an_edge_started_from_the_registry_serves_a_turn(
+    local_deployment: LocalDeployment, speech: SpeechFactory
+) -> None:
+    # The stock OpenAI Realtime client (via edge.talk) against the edge `voicemesh up` started.
+    samples, rate = read_wav(speech("What is the capital of France?"))
+    audio = resample(samples, rate, CLIENT_RATE)
+    try:
+        reply = await talk(local_deployment.edge_url, local_deployment.api_key, audio, timeout_s=240)
+    except TimeoutError:
+        log = (local_deployment.state / "edge.log").read_text()[-3000:]
+        pytest.fail(f"no reply from the edge within 240 s; its log ends:\n{log}")
+    assert "error" not in reply.types, reply.events
+    assert reply.status == "completed", reply.types
+    assert reply.region in {"eu-west", "us-east"}  # served by a Terraform-provisioned region
+    assert reply.text.strip() and len(reply.audio) > CLIENT_RATE  # > 0.5 s of PCM16 speech
+    print(f"edge turn via {reply.region}: first audio {reply.first_audio_s}s after end of speech")
+
+
+def test_a_killed_region_is_reported_and_restored_by_up(local_deployment: LocalDeployment) -> None:
+    old = local_deployment.pid("eu-west")
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while is_alive(old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    status = local_deployment.voicemesh("infra", "status", "--env", "local")
+    assert status.returncode == 1
+    assert any(line.startswith("dead") and "region-eu-west" in line for line in status.stderr.splitlines())
+    assert "voicemesh infra up --env local" in status.stderr  # says what to do next
+
+    t0 = time.monotonic()
+    up = local_deployment.voicemesh("infra", "up", "--env", "local")
+    restore_s = time.monotonic() - t0
+    assert up.returncode == 0, up.stderr
+    assert "region-eu-west: its process is gone" in up.stderr
+    assert "Resources: 1 added, 0 changed, 1 destroyed" in up.stderr  # only the dead one replaced
+    new = local_deployment.pid("eu-west")
+    assert new != old and is_alive(new)
+    url = local_deployment.registry()["regions"][0]["url"]
+    assert httpx.get(url + "/health", timeout=5).status_code == 200
+    print(f"restore of a killed region: {restore_s:.1f} s (voicemesh infra up, end to end)")
+
+
+def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
+    regions = local_deployment.registry()["regions"]
+    pids = [local_deployment.pid(r["id"]) for r in regions]
+    edge_pid = int((local_deployment.state / "edge.pid").read_text())
+    down = local_deployment.voicemesh("down")
+    assert down.returncode == 0, down.stderr
+    assert "Destroy complete! Resources: 2 destroyed" in down.stderr
+    assert not any(is_alive(pid) for pid in [*pids, edge_pid])
+    assert not any(_port_listening(r["url"]) for r in regions)
+    assert not _port_listening(f"http://127.0.0.1:{local_deployment.edge_port}")
+    assert not list(Path(local_deployment.run_dir).glob("*.pid"))
+    assert local_deployment.registry()["regions"] == []  # an edge reading it stops routing there

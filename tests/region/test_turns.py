@@ -1,0 +1,148 @@
+"""Real turns on a real region (Whisper, vLLM SmolLM2, Kokoro) over the turn protocol on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import httpx
+
+from tests.fixtures.common import SpeechFactory
+from tests.fixtures.region import RunningRegion, Transcribe
+from tests.region.helpers import wav_pcm16, words
+from wire.client import ClauseAudio, RegionConnection, collect_turn
+from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnStart
+
+_RUNNING = re.compile(r"vllm:num_requests_running\{[^}]*\} (\S+)")
+STORY = "Tell me a long story about a dragon who learns to bake bread. Use many sentences."
+
+
+async def test_spoken_question_gets_a_spoken_answer(
+    region: RunningRegion, speech: SpeechFactory, transcribe: Transcribe
+) -> None:
+    pcm = wav_pcm16(speech("What is the weather like in London today?"))
+    conn = await RegionConnection.open(region.url, region=region.id)
+    clauses: list[ClauseAudio] = []
+    done: TurnDone | None = None
+    transcript = text = ""
+    try:
+        await conn.start(TurnStart(turn_id="london", temperature=0.0, max_output_tokens=60), pcm)
+        async for ev in conn.events():
+            if isinstance(ev, Transcript):
+                transcript = ev.text
+            elif isinstance(ev, TextDelta):
+                text += ev.delta
+            elif isinstance(ev, ClauseAudio):
+                clauses.append(ev)
+            elif isinstance(ev, TurnDone):
+                done = ev
+    finally:
+        await conn.close()
+
+    assert done is not None and done.status == "completed", done
+    assert {"weather", "london"} <= words(transcript), transcript
+    assert text.strip() and done.text == text
+    assert clauses, "no audio came back"
+    for c in clauses:
+        assert c.clause.sample_rate == 24_000 and c.clause.audio_bytes == len(c.pcm) and len(c.pcm) % 2 == 0
+    audio = b"".join(c.pcm for c in clauses)
+    assert len(audio) / 2 / 24_000 > 0.5, "less than half a second of speech"
+    heard = await transcribe(audio, 24_000)
+    # Kokoro's voices here are Japanese ones speaking English: demand real words, not perfection.
+    assert len(words(heard) & words(text)) >= 2, (heard, text)
+    for stage in ("stt_s", "llm_ttft_s", "first_clause_s", "tts_first_audio_s", "first_audio_s", "total_s"):
+        assert 0 < done.timings[stage] < 60, (stage, done.timings)
+    assert done.timings["first_audio_s"] <= done.timings["total_s"]
+
+
+async def test_audio_starts_before_the_answer_is_written(region: RunningRegion) -> None:
+    conn = await RegionConnection.open(region.url, region=region.id)
+    order: list[str] = []
+    try:
+        await conn.start(TurnStart(turn_id="story", text=STORY, max_output_tokens=120, temperature=0.0))
+        async for ev in conn.events():
+            order.append("audio" if isinstance(ev, ClauseAudio) else type(ev).__name__)
+    finally:
+        await conn.close()
+    assert order[-1] == "TurnDone"
+    last_text = max(i for i, kind in enumerate(order) if kind == "TextDelta")
+    assert "audio" in order[:last_text], "the first clause's audio came only after the whole answer"
+
+
+async def test_cancel_mid_answer_stops_promptly_and_the_next_turn_works(
+    region: RunningRegion, llm_url: str
+) -> None:
+    conn = await RegionConnection.open(region.url, region=region.id)
+    try:
+        await conn.start(TurnStart(turn_id="long", text=STORY, max_output_tokens=300))
+        cancelled_at = 0.0
+        done: TurnDone | None = None
+        async for ev in conn.events():
+            if isinstance(ev, TextDelta) and not cancelled_at:
+                cancelled_at = time.perf_counter()  # mid-answer: the LLM is generating, TTS has begun
+                await conn.cancel("long")
+            elif isinstance(ev, TurnDone):
+                done = ev
+        stop_s = time.perf_counter() - cancelled_at
+        assert done is not None and done.status == "cancelled"
+        # The region measured how long stopping every stage took; the client adds a loopback round trip.
+        assert done.timings["cancel_s"] < 0.1, done.timings
+        assert stop_s < 0.3, f"turn.done came {stop_s:.3f} s after the cancel"
+        # The 300-token answer would run for ~8 s more; an aborted request leaves vLLM at once.
+        assert await _vllm_idle(llm_url), "vLLM still generating: the request was not aborted"
+
+        after = await collect_turn(conn, TurnStart(turn_id="next", text="Say hello.", max_output_tokens=30))
+        assert after.status == "completed" and after.error is None and after.audio and after.text
+    finally:
+        await conn.close()
+
+
+async def test_cancel_while_speaking_a_clause(region: RunningRegion) -> None:
+    conn = await RegionConnection.open(region.url, region=region.id)
+    try:
+        await conn.start(TurnStart(turn_id="speak", text=STORY, max_output_tokens=300))
+        cancelled_at = 0.0
+        statuses: list[str] = []
+        async for ev in conn.events():
+            if isinstance(ev, TurnAdmitted):
+                continue
+            if isinstance(ev, ClauseAudio) and not cancelled_at:
+                cancelled_at = time.perf_counter()  # the second clause is being synthesised now
+                await conn.cancel("speak")
+            elif isinstance(ev, TurnDone):
+                statuses.append(ev.status)
+                assert ev.timings["cancel_s"] < 0.1, ev.timings
+        assert statuses == ["cancelled"] and time.perf_counter() - cancelled_at < 0.3
+    finally:
+        await conn.close()
+
+
+async def test_metrics_expose_stage_histograms_and_counters(region: RunningRegion) -> None:
+    async with httpx.AsyncClient() as http:
+        body = (await http.get(f"{region.url}/metrics")).text
+        health = await http.get(f"{region.url}/health")
+    for name in (
+        "voicemesh_region_stt_seconds",
+        "voicemesh_region_llm_ttft_seconds",
+        "voicemesh_region_first_clause_seconds",
+        "voicemesh_region_tts_first_audio_seconds",
+        "voicemesh_region_turn_first_audio_seconds",
+    ):
+        assert f"{name}_bucket{{" in body and f"{name}_count" in body, name
+    completed = re.search(r'voicemesh_region_turns_total\{status="completed"\} (\S+)', body)
+    assert completed and float(completed.group(1)) >= 1
+    assert "voicemesh_region_cancels_total" in body and "voicemesh_region_rejections_total" in body
+    assert health.status_code == 200 and health.json()["status"] == "ready"
+
+
+async def _vllm_idle(llm_url: str) -> bool:
+    """vLLM runs no request within 3 s (the vLLM is shared: others' short requests may come and go)."""
+    base = llm_url.rstrip("/").removesuffix("/v1")
+    async with httpx.AsyncClient() as http:
+        for _ in range(30):
+            m = _RUNNING.search((await http.get(f"{base}/metrics")).text)
+            if m and float(m.group(1)) == 0:
+                return True
+            await asyncio.sleep(0.1)
+    return False

@@ -1,0 +1,103 @@
+"""The talk page in a real Chromium whose microphone is a speech WAV, against a real local deployment.
+
+The page mints a client secret with the API key, opens the edge's Realtime socket with it, streams
+the fake microphone through its AudioWorklet, and plays the answer. ``window.voicemesh.snapshot()``
+is the page's own state; the DOM checks make sure the user actually sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from playwright.async_api import Page
+
+from tests.fixtures.edge import RunningEdge
+from tests.web.conftest import docs_screenshot
+
+TURN_TIMEOUT_S = 120.0  # Whisper + SmolLM2 + Kokoro on a shared 2-core CPU
+
+
+async def snapshot(page: Page) -> dict[str, Any]:
+    snap: dict[str, Any] = await page.evaluate("window.voicemesh.snapshot()")
+    return snap
+
+
+async def wait_for_answer(page: Page) -> dict[str, Any]:
+    """Poll the page until a turn's answer has been played to the end (or fail with what it shows)."""
+    deadline = time.monotonic() + TURN_TIMEOUT_S
+    snap = await snapshot(page)
+    while time.monotonic() < deadline:
+        snap = await snapshot(page)
+        if any(t["state"] == "done" and t["audioSamples"] > 0 for t in snap["turns"]):
+            return snap
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"no answer played within {TURN_TIMEOUT_S:.0f} s; the page shows {snap}")
+
+
+async def talk(page: Page, edge: RunningEdge) -> dict[str, Any]:
+    await page.goto(f"{edge.http_url}/#key={edge.api_key}")
+    assert "#key" not in page.url, "the key must leave the address bar"
+    await page.click("#start")
+    return await wait_for_answer(page)
+
+
+async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
+    page: Page, web_edge: RunningEdge
+) -> None:
+    snap = await talk(page, web_edge)
+
+    assert snap["errors"] == [], snap["errors"]
+    assert snap["sampleRate"] == 24_000
+    assert snap["micFrames"] > 100, "the worklet sent (almost) no microphone audio"
+    turn = next(t for t in snap["turns"] if t["audioSamples"] > 0)
+    print("TURN", turn)
+    # What the WAV says, as the edge transcribed it.
+    assert "capital" in turn["user"].lower() and "france" in turn["user"].lower(), turn
+    assert turn["assistant"].strip(), turn
+    # The answer reached the page's audio output: samples scheduled and energy at the analyser.
+    player = snap["player"]
+    assert player["samplesScheduled"] >= turn["audioSamples"] > 24_000 * 0.3, player
+    assert player["peakRms"] > 0.01, player
+    # Served by the real region, not degraded.
+    assert turn["region"] == "test-region", turn
+    assert not turn["degraded"], turn
+    # Latency breakdown measured in the page, in pipeline order.
+    lat = turn["latency"]
+    assert 0 < lat["transcript_ms"] <= lat["first_audio_ms"], lat
+    assert lat["first_text_ms"] is not None and lat["first_text_ms"] <= lat["first_audio_ms"], lat
+
+    # ... and the user sees all of it.
+    card = page.locator(".turn").first
+    assert "france" in (await card.locator(".user .text").inner_text()).lower()
+    assert await card.locator(".region").inner_text() == "region test-region"
+    assert not await card.locator(".degraded").is_visible()
+    numbers = await card.locator(".numbers").inner_text()
+    assert "transcript" in numbers and "first audio" in numbers and "ms" in numbers, numbers
+    if (path := docs_screenshot("talk.png")) is not None:
+        await page.screenshot(path=str(path))
+
+
+async def test_degraded_turn_is_marked_and_still_spoken(page: Page, lonely_web_edge: RunningEdge) -> None:
+    snap = await talk(page, lonely_web_edge)
+
+    turn = next(t for t in snap["turns"] if t["audioSamples"] > 0)
+    assert turn["degraded"], turn
+    assert turn["reason"], "a degraded turn says why"
+    assert turn["region"] is None, turn
+    assert "no region can answer" in turn["assistant"].lower(), turn
+    assert snap["player"]["peakRms"] > 0.01, snap["player"]
+    card = page.locator(".turn").first
+    assert await card.locator(".degraded").is_visible()
+    assert "edge voice" in await card.locator(".degraded").inner_text()
+
+
+async def test_wrong_key_is_refused_with_a_reason(page: Page, web_edge: RunningEdge) -> None:
+    await page.goto(f"{web_edge.http_url}/#key=not-the-key")
+    await page.click("#start")
+    await page.wait_for_selector("#key-form:not([hidden])", timeout=10_000)
+    error = await page.locator("#error").inner_text()
+    assert "refused" in error and "401" in error, error
+    snap = await snapshot(page)
+    assert not snap["connected"] and snap["micFrames"] == 0

@@ -1,0 +1,231 @@
+"""``voicemesh drill SCENARIO`` and ``voicemesh load``: rehearse failures, measure capacity.
+
+Composition only: ``infra.drills`` does the work; this module finds the local deployment (the
+registry ``voicemesh infra up`` writes, the edge ``voicemesh up`` starts, its API key), restores
+killed regions through the infra tier's Terraform environment, and prints and files the reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+import click
+from rich.live import Live
+
+from infra.drills.callers import CallerSettings, CallerState, EdgeTarget
+from infra.drills.deployment import Deployment, Report, run_command, voicemesh_bin
+from infra.drills.faults import FaultMark
+from infra.drills.report import load_table, progress_line, summary_table, write_load_report, write_report
+from infra.drills.runner import DrillResult, run_drill, run_load
+from infra.drills.scenarios import SCENARIOS, FaultParams
+from infra.drills.slo import Slo, missed
+from voicemesh import paths
+from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
+from voicemesh.cli.infra import infra_up, registry_path
+from wire.errors import VoicemeshError
+
+ENV = "local"
+
+
+def _api_key(given: str | None) -> str:
+    if given:
+        return given
+    if os.environ.get("VOICEMESH_API_KEY"):
+        return os.environ["VOICEMESH_API_KEY"]
+    from voicemesh.cli.deploy import api_key  # the key `voicemesh up` made and gave the edge
+
+    return api_key()
+
+
+def _deployment(edge_url: str, api_key: str | None, registry: Path | None, llm_url: str | None) -> Deployment:
+    reg = registry or registry_path()
+
+    async def start(report: Report) -> None:
+        command = [voicemesh_bin(), "up", "--detach", *(["--llm-url", llm_url] if llm_url else [])]
+        report(f"starting the local deployment: {shlex.join(command)}")
+        await run_command(command, 900.0)
+
+    async def restore(report: Report) -> None:
+        await infra_up(ENV, {}, reg, report)
+
+    return Deployment(EdgeTarget(edge_url, _api_key(api_key)), reg, env=ENV, start=start, restorer=restore)
+
+
+def _out_dir(given: Path | None, name: str) -> Path:
+    return given or paths.state_dir() / "drills" / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+class _Progress:
+    """The live line: rich redraws it from the callers' shared state four times a second."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.state: CallerState | None = None
+        self.faults: list[FaultMark] = []
+
+    def on_state(self, state: CallerState, faults: list[FaultMark]) -> None:
+        self.state, self.faults = state, faults
+
+    def render(self) -> str:
+        return "starting…" if self.state is None else progress_line(self.name, self.state, self.faults)
+
+
+edge_options = [
+    click.option("--edge-url", default="http://127.0.0.1:8080", show_default=True, help="The edge to call."),
+    click.option(
+        "--api-key", default=None, help="Edge API key (default: $VOICEMESH_API_KEY or `voicemesh up`'s)."
+    ),
+    click.option(
+        "--registry", type=click.Path(path_type=Path), default=None, help="Region registry to read."
+    ),
+    click.option("--llm-url", default=None, help="When the deployment must be started: share this LLM."),
+    click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder."),
+    click.option("--turn-timeout", default=90.0, show_default=True, help="Seconds a turn may take."),
+]
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _with_edge_options(f: F) -> F:
+    for option in reversed(edge_options):
+        f = option(f)
+    return f
+
+
+@cli.command("drill")
+@click.argument("scenario", type=click.Choice(sorted(SCENARIOS)))
+@click.option(
+    "--callers", default=2, show_default=True, help="Concurrent callers (region-saturated: derived)."
+)
+@click.option("--turns", default=3, show_default=True, help="Turns per caller.")
+@click.option("--at-turn", default=2, show_default=True, help="Fault fires at this turn's first audio delta.")
+@click.option("--hold", "hold_s", default=8.0, show_default=True, help="Seconds the fault lasts.")
+@click.option("--latency-ms", default=600, show_default=True, help="region-slow: added per chunk, each way.")
+@click.option("--flaps", default=3, show_default=True, help="region-flap: down/up cycles.")
+@click.option("--max-lost", default=0, show_default=True, help="SLO: lost turns allowed.")
+@click.option("--max-failover-gap", default=4.0, show_default=True, help="SLO: seconds from fault to audio.")
+@click.option("--max-fault-p95-ttfa", default=8.0, show_default=True, help="SLO: p95 TTFA during the fault.")
+@click.option("--max-degraded", type=int, default=None, help="SLO: edge-voiced turns allowed (default: any).")
+@click.option("--max-duration", default=600.0, show_default=True, help="Hard stop, seconds.")
+@_with_edge_options
+def drill(
+    scenario: str,
+    callers: int,
+    turns: int,
+    at_turn: int,
+    hold_s: float,
+    latency_ms: int,
+    flaps: int,
+    max_lost: int,
+    max_failover_gap: float,
+    max_fault_p95_ttfa: float,
+    max_degraded: int | None,
+    max_duration: float,
+    edge_url: str,
+    api_key: str | None,
+    registry: Path | None,
+    llm_url: str | None,
+    out: Path | None,
+    turn_timeout: float,
+) -> None:
+    """Rehearse a failure against the local deployment: callers talk, a fault hits mid-answer,
+    and every turn is measured. Exits 1 naming each missed SLO.
+
+    \b
+    Scenarios (docs/drills.md shows a report of each):
+      region-crash      SIGKILL the busiest region mid-answer; Terraform restarts it
+      region-hang       SIGSTOP the busiest region mid-answer, SIGCONT after --hold
+      region-slow       a loopback fault proxy adds latency in front of the busiest region
+      region-flap       the busiest region refuses and drops connections, --flaps times
+      all-regions-down  every region refuses: the edge voice answers, then regions recover
+      region-saturated  more callers than capacity: queueing and overflow to another region
+    """
+    if not 1 <= at_turn <= turns:
+        fail(f"--at-turn must be between 1 and --turns ({turns})")
+    spec = SCENARIOS[scenario]
+    folder = _out_dir(out, scenario)
+    live = _Progress(scenario)
+    try:
+        deployment = _deployment(edge_url, api_key, registry, llm_url)
+        with Live(get_renderable=live.render, console=console, refresh_per_second=4, transient=True):
+            result: DrillResult = asyncio.run(
+                run_drill(
+                    spec,
+                    deployment,
+                    callers=callers,
+                    caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
+                    params=FaultParams(
+                        at_turn=at_turn, hold_s=hold_s, latency_s=latency_ms / 1000, flaps=flaps
+                    ),
+                    slo=Slo(max_lost, max_failover_gap, max_fault_p95_ttfa, max_degraded),
+                    speech_dir=paths.state_dir() / "drills" / "speech",
+                    report=progress,
+                    max_duration_s=max_duration,
+                    on_state=live.on_state,
+                )
+            )
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    files = write_report(result, folder, command=shlex.join(["voicemesh", "drill", *sys.argv[2:]]))
+    console.print(summary_table(result))
+    console.print(f"report: {files['md']}  ({files['json'].name}, {files['png'].name})")
+    misses = missed(result.verdicts)
+    if misses:
+        fail("missed SLO: " + "; ".join(f"{v.name} ({v.objective}: {v.measured})" for v in misses))
+    console.print("[green]all SLOs met[/green]")
+
+
+@cli.command("load")
+@click.option(
+    "--callers", default=4, show_default=True, help="Most concurrent callers (1, 2, 4, … up to it)."
+)
+@click.option("--turns", default=2, show_default=True, help="Turns per caller at each level.")
+@click.option("--levels", default=None, help="Comma-separated concurrency levels instead of doubling.")
+@_with_edge_options
+def load(
+    callers: int,
+    turns: int,
+    levels: str | None,
+    edge_url: str,
+    api_key: str | None,
+    registry: Path | None,
+    llm_url: str | None,
+    out: Path | None,
+    turn_timeout: float,
+) -> None:
+    """Capacity planning: the same callers without faults, at increasing concurrency
+    (sessions, turns per second, TTFA p50/p95/p99 versus concurrency)."""
+    try:
+        steps_at = [int(x) for x in levels.split(",")] if levels else None
+    except ValueError:
+        fail(f"--levels must be comma-separated integers, not {levels!r}")
+    live = _Progress("load")
+    try:
+        deployment = _deployment(edge_url, api_key, registry, llm_url)
+        with Live(get_renderable=live.render, console=console, refresh_per_second=4, transient=True):
+            steps = asyncio.run(
+                run_load(
+                    deployment,
+                    max_callers=callers,
+                    caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
+                    speech_dir=paths.state_dir() / "drills" / "speech",
+                    report=progress,
+                    levels=steps_at,
+                    on_state=live.on_state,
+                )
+            )
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    files = write_load_report(
+        steps, _out_dir(out, "load"), command=shlex.join(["voicemesh", "load", *sys.argv[2:]])
+    )
+    console.print(load_table(steps))
+    console.print(f"report: {files['md']}  ({files['json'].name}, {files['png'].name})")

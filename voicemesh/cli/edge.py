@@ -1,0 +1,145 @@
+"""``voicemesh edge serve``, ``voicemesh talk`` and ``voicemesh bench edge``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from pathlib import Path
+
+import click
+
+from edge.settings import EdgeSettings
+from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress
+from voicemesh.cli.region import run_until_signal
+
+
+@cli.group()
+def edge() -> None:
+    """The edge: OpenAI Realtime WebSocket, VAD, barge-in and the fallback voice."""
+
+
+def api_keys_from_env() -> tuple[str, ...]:
+    """``VOICEMESH_API_KEY`` (one) and ``VOICEMESH_API_KEYS`` (comma-separated)."""
+    keys = [os.environ.get("VOICEMESH_API_KEY", "")]
+    keys += os.environ.get("VOICEMESH_API_KEYS", "").split(",")
+    return tuple(dict.fromkeys(k.strip() for k in keys if k.strip()))
+
+
+def edge_settings(
+    *, profile: str | None = None, host: str = "127.0.0.1", port: int = 8080, api_keys: tuple[str, ...] = (),
+    vad_model: str | None = None, store_url: str | None = None,
+) -> EdgeSettings:  # fmt: skip
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+    return EdgeSettings(
+        host=host, port=port, api_keys=api_keys, jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
+        vad_model=vad_model or p.edge.vad_model, piper_model=p.edge.piper_model, store_url=store_url,
+    )  # fmt: skip
+
+
+def region_registry(regions: tuple[str, ...]) -> object:
+    """``--region [ID=]URL`` flags as a registry (ids default to region-1, region-2, ...)."""
+    from router.registry import RegionRecord, Registry
+
+    records = []
+    for i, spec in enumerate(regions, 1):
+        rid, _, url = spec.rpartition("=") if "=" in spec.split("://")[0] else ("", "", spec)
+        records.append(RegionRecord(id=rid or f"region-{i}", url=url))
+    return Registry(regions=records, source="--region")
+
+
+@edge.command("serve")
+@click.option("--registry", type=click.Path(dir_okay=False), default=None, help="Region registry file (watched).")
+@click.option("--region", "regions", multiple=True, help="[ID=]URL of a region (repeatable), instead of --registry.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
+@click.option("--store-url", default=None, help="redis://... to keep sessions and client secrets in Redis.")
+@profile_option
+def serve(
+    registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
+    store_url: str | None, profile: str | None,
+) -> None:  # fmt: skip
+    """Serve the edge in the foreground until interrupted."""
+    from edge.server import serve_edge
+    from router.core import Router
+    from router.registry import Registry
+    from router.settings import RouterSettings
+
+    if not registry and not regions:
+        fail("give the regions: --registry FILE (from `voicemesh infra up`) or --region URL")
+    keys = api_keys_from_env()
+    if not keys:
+        keys = ("vm-" + secrets.token_urlsafe(24),)
+        console.print(f"no VOICEMESH_API_KEY set: this edge accepts the generated key [bold]{keys[0]}[/bold]")
+    settings = edge_settings(profile=profile, host=host, port=port, api_keys=keys, vad_model=vad_model,
+                             store_url=store_url)  # fmt: skip
+
+    async def main(stop: asyncio.Event) -> None:
+        reg = region_registry(regions) if regions else None
+        assert reg is None or isinstance(reg, Registry)
+        router = Router(RouterSettings(registry_path=registry or ""), registry=reg)
+        await router.start()
+        await serve_edge(settings, router, stop=stop, report=progress)
+        progress("edge: stopped")
+
+    run_until_signal(main)
+
+
+@cli.command("talk")
+@click.argument("in_wav", type=click.Path(exists=True, dir_okay=False))
+@click.argument("out_wav", required=False, type=click.Path(dir_okay=False))
+@click.option("--url", default="ws://127.0.0.1:8080/v1", show_default=True, help="The edge's Realtime base URL.")
+@click.option("--api-key", default=None, help="Default: $VOICEMESH_API_KEY.")
+def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> None:
+    """Speak IN.wav to an edge and save the spoken reply (OUT.wav)."""
+    import openai
+
+    from edge.talk import talk as run_talk
+    from wire.audio import CLIENT_RATE, pcm16_to_float, read_wav, resample, write_wav
+
+    key = api_key or (api_keys_from_env() or ("",))[0]
+    if not key:
+        fail("no API key: pass --api-key or set VOICEMESH_API_KEY (`voicemesh up` prints one)")
+    samples, rate = read_wav(in_wav)
+    progress(f"speaking {Path(in_wav).name} ({len(samples) / rate:.1f} s) to {url}")
+    try:
+        reply = asyncio.run(run_talk(url, key, resample(samples, rate, CLIENT_RATE)))
+    except (openai.OpenAIError, OSError, TimeoutError) as exc:
+        fail(f"could not talk to the edge at {url}: {exc!r}; is `voicemesh edge serve` (or `voicemesh up`) running?")
+    errors = [e for e in reply.events if e.type == "error"]
+    for e in errors:
+        console.print(f"[red]edge error[/red] {e.error.code}: {e.error.message}")
+    console.print(f"[bold]you said:[/bold]  {reply.transcript or '(no transcript)'}")
+    console.print(f"[bold]reply:[/bold]     {reply.text.strip() or '(none)'}")
+    console.print(f"[bold]served by:[/bold] {reply.region}   status: {reply.status}")
+    ttfa = f"{reply.first_audio_s * 1000:.0f} ms" if reply.first_audio_s is not None else "n/a"
+    console.print(f"[bold]time to first audio:[/bold] {ttfa} (from end of speech)")
+    seconds = len(reply.audio) / 2 / CLIENT_RATE
+    if out_wav:
+        write_wav(out_wav, pcm16_to_float(bytes(reply.audio)), CLIENT_RATE)
+        progress(f"saved {seconds:.1f} s of reply audio to {out_wav}")
+    if not reply.audio:
+        fail("the reply had no audio")
+
+
+@bench.command("edge")
+@click.option("--region-url", default=None, help="A running region for the relay comparison (default: skip it).")
+@click.option("--idle", "n_idle", default=1000, show_default=True, type=int, help="Idle sessions to open.")
+@click.option("--streams", "n_streams", default=300, show_default=True, type=int, help="Active audio streams.")
+@click.option("--seconds", default=10.0, show_default=True, type=float, help="Duration of the streams test.")
+@click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay comparison.")
+@click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
+@profile_option
+def bench_edge(
+    region_url: str | None, n_idle: int, n_streams: int, seconds: float, n_turns: int, vad_model: str | None,
+    profile: str | None,
+) -> None:  # fmt: skip
+    """Idle sessions and memory, active streams per core with batched VAD, relay overhead per chunk."""
+    from edge.bench import run_bench
+
+    settings = edge_settings(profile=profile, api_keys=("bench-" + secrets.token_hex(8),), vad_model=vad_model)
+    asyncio.run(run_bench(settings, region_url=region_url, n_idle=n_idle, n_streams=n_streams, seconds=seconds,
+                          n_turns=n_turns, report=progress, out=console.print))  # fmt: skip

