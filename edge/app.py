@@ -26,7 +26,7 @@ from litestar.response import Response as HttpResponse
 from litestar.status_codes import HTTP_401_UNAUTHORIZED, HTTP_429_TOO_MANY_REQUESTS
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
-from edge.auth import KEY_SUBPROTOCOL, NotAuthenticated, Principal, bearer_token
+from edge.auth import KEY_SUBPROTOCOL, Principal, bearer_token
 from edge.events import error_event, new_id
 from edge.limits import RateLimited, TooManySessions
 from edge.services import EdgeServices
@@ -115,7 +115,10 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
 
     async def send(text: str) -> None:
         async with lock:  # the session, its response and its player all write to one socket
-            await socket.send_text(text)
+            try:
+                await socket.send_text(text)
+            except WebSocketDisconnect as exc:
+                raise ConnectionError("the client went away") from exc
 
     session = RealtimeSession(services, state, send)
     services.open_sessions += 1
@@ -228,4 +231,4 @@ def create_app(services: EdgeServices) -> Litestar:
     )
 
 
-__all__ = ["NotAuthenticated", "create_app"]
+__all__ = ["create_app"]

@@ -29,7 +29,7 @@ def _by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:
 
 
 _client_models = _by_type(RealtimeClientEvent)
-_server_models = _by_type(rse.RealtimeServerEvent)
+SERVER_EVENT_MODELS = _by_type(rse.RealtimeServerEvent)
 CLIENT_EVENT_TYPES = frozenset(_client_models)
 
 
@@ -63,7 +63,7 @@ def parse_client_event(raw: str | bytes) -> tuple[RealtimeClientEvent, str | Non
 def server_event(type_: str, **fields: Any) -> str:
     """One server event as JSON, validated by the SDK's model for ``type_``."""
     body = {"type": type_, "event_id": new_id("event"), **fields}
-    model = _server_models.get(type_)
+    model = SERVER_EVENT_MODELS.get(type_)
     if model is None:  # vendor events: the stock client yields them untouched
         return json.dumps(body)
     return model.model_validate(body).model_dump_json(exclude_unset=True)

@@ -127,8 +127,10 @@ class Response:
                     await self._send("response.output_audio_transcript.delta", delta=ev.delta)
                 elif isinstance(ev, Transcript):
                     await self._transcribed(ev.text)
-                elif isinstance(ev, Routed | TurnAdmitted):
-                    self.metadata["voicemesh_region"] = ev.region
+                elif isinstance(ev, Routed):
+                    self.metadata["voicemesh_region"] = ev.region  # the registry's name for it
+                elif isinstance(ev, TurnAdmitted):
+                    self.metadata.setdefault("voicemesh_region", ev.region)
                 elif isinstance(ev, FailedOver):
                     self.metadata["voicemesh_failed_over_from"] = ev.from_region
                     self.metadata["voicemesh_region"] = ev.to_region
@@ -182,6 +184,7 @@ class Response:
     async def _play(self) -> None:
         played_from = 0.0  # monotonic time the audio sent so far would have started playing
         sent_s = 0.0
+        free_at = 0.0
         while (clause := await self._queue.get()) is not None:
             now = time.monotonic()
             if sent_s == 0.0 or now - played_from > sent_s:  # the client's buffer ran dry
@@ -190,10 +193,15 @@ class Response:
                 ahead = sent_s - (time.monotonic() - played_from) - self.lead_s
                 if ahead > 0:
                     await asyncio.sleep(ahead)
+                    free_at = time.perf_counter()
+                # Relay cost: from when this chunk could go (it arrived, or the player got free after
+                # the previous chunk or its playback pacing) to when it is on the socket.
+                ready = max(clause.received, free_at) if off == 0 else time.perf_counter()
                 chunk = clause.pcm[off : off + AUDIO_CHUNK_BYTES]
                 await self._send("response.output_audio.delta", delta=base64.b64encode(chunk).decode())
-                if self.relay_times is not None and off == 0 and clause.received:
-                    self.relay_times.append(time.perf_counter() - clause.received)
+                free_at = time.perf_counter()
+                if self.relay_times is not None and clause.received:
+                    self.relay_times.append(free_at - ready)
                 sent_s += len(chunk) / BYTES_PER_S
             self._heard.append(clause.text)
 

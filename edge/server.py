@@ -44,3 +44,34 @@ async def serve_edge(
     server.should_exit = True
     stopper.cancel()
     await task
+
+
+class EdgeTask:
+    """An edge served by a task of the running event loop (tests and benchmarks look inside it)."""
+
+    def __init__(self, services: EdgeServices, stop: asyncio.Event, task: asyncio.Task[None]) -> None:
+        self.services = services
+        self._stop = stop
+        self._task = task
+
+    @classmethod
+    async def start(
+        cls, settings: EdgeSettings, router: TurnRouter, *, relay_timing: bool = False
+    ) -> EdgeTask:
+        services = EdgeServices.build(settings, router)
+        if relay_timing:
+            services.relay_times = []
+        stop, listening = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(
+            serve_edge(settings, router, stop=stop, report=lambda _: listening.set(), services=services)
+        )
+        waiter = asyncio.create_task(listening.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            waiter.cancel()
+            await task  # raises why it could not listen
+        return cls(services, stop, task)
+
+    async def aclose(self) -> None:
+        self._stop.set()
+        await self._task

@@ -10,7 +10,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import time
+import logging
 from typing import Any, TypeVar
 
 import msgspec
@@ -38,6 +38,7 @@ from wire.errors import BadAudio, BadEvent, ProtocolError
 from wire.turn import Message, TurnStart
 
 MIN_COMMIT_MS = 100
+log = logging.getLogger("voicemesh.edge")
 T = TypeVar("T")
 
 
@@ -93,6 +94,14 @@ class RealtimeSession:
             await self._dispatch(event)
         except ProtocolError as exc:
             await self._send(error_event(exc, event_id=event_id))
+        except OSError:
+            raise  # the client went away: the connection handler ends the session
+        except Exception as exc:  # a bug must cost this one event, not the session or the process
+            log.exception("session %s: event failed", self.state.id)
+            err = ProtocolError(
+                f"internal error handling the event: {type(exc).__name__}", code="server_error"
+            )
+            await self._send(error_event(err, event_id=event_id))
 
     async def _dispatch(self, event: RealtimeClientEvent) -> None:
         if isinstance(event, InputAudioBufferAppendEvent):
@@ -366,7 +375,3 @@ class RealtimeSession:
         finally:
             if self.response is response:
                 self.response = None
-
-    @property
-    def age_s(self) -> float:
-        return time.time() - self.state.created_at

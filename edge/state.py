@@ -1,7 +1,8 @@
 """Conversation state kept at the edge (regions are stateless), in a pluggable store.
 
 The store is Litestar's own ``Store`` (``MemoryStore`` in one process, ``RedisStore`` shared by
-several edges): a session can be read back by whichever edge the client reconnects to.
+several edges, which also keeps the client secrets any of them minted). A session's state is saved
+after each settings change and each turn, and removed when its connection closes.
 """
 
 from __future__ import annotations

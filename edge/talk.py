@@ -49,7 +49,9 @@ class Reply:
 
 def client(url: str, api_key: str) -> AsyncOpenAI:
     """``url`` is the edge's ``ws://host:port/v1``."""
-    return AsyncOpenAI(api_key=api_key, websocket_base_url=url, base_url=url.replace("ws", "http", 1), max_retries=0)
+    return AsyncOpenAI(
+        api_key=api_key, websocket_base_url=url, base_url=url.replace("ws", "http", 1), max_retries=0
+    )
 
 
 async def stream_audio(

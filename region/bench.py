@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +28,7 @@ from region.pipeline import NaivePipeline, Pipeline, StreamingPipeline, Turn
 from region.server import serve_region
 from region.settings import RegionSettings
 from wire.audio import STT_RATE, FloatAudio, float_to_pcm16, read_wav, resample
-from wire.client import run_turn
+from wire.client import ClauseAudio, run_turn
 from wire.errors import VoicemeshError
 from wire.turn import TurnStart
 
@@ -50,8 +49,8 @@ STAGES = (
 class BenchOptions:
     url: str | None = None
     turns: int = 5
-    utterance: str = "What is the capital of France? Tell me one thing about it."
-    max_output_tokens: int = 80
+    utterance: str = "Please tell me a short story about a cat."
+    max_output_tokens: int = 60
     voice: str = ""
 
 
@@ -75,6 +74,19 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 async def run_bench(
     options: BenchOptions, settings: RegionSettings, *, stop: asyncio.Event, report: Report
 ) -> str:
+    """Run the benchmark; returns the summary table. Setting ``stop`` abandons it at once."""
+    work = asyncio.create_task(_bench(options, settings, stop, report))
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if not work.done():
+        work.cancel()
+        await asyncio.wait({work})
+        return "benchmark interrupted"
+    return work.result()
+
+
+async def _bench(options: BenchOptions, settings: RegionSettings, stop: asyncio.Event, report: Report) -> str:
     audio = espeak_utterance(options.utterance)
     pcm = float_to_pcm16(audio)
     report(f"utterance: {options.utterance!r} ({len(audio) / STT_RATE:.1f} s of espeak-ng speech)")
@@ -156,10 +168,16 @@ async def _side_by_side(
             if stop.is_set():
                 return out
             turn = Turn(msgspec.structs.replace(start, turn_id=f"{name}-{i}"), audio=audio)
-            t = time.perf_counter()
-            async for _ in pipeline.run(turn):
-                pass
-            out[name].append(turn.timings.get("first_audio_s", time.perf_counter() - t))
+            events = pipeline.run(turn)
+            try:
+                async for ev in events:
+                    if isinstance(ev, ClauseAudio):
+                        break  # only time to first audio is compared: the rest would just burn CPU
+            finally:
+                await events.aclose()
+            if "first_audio_s" not in turn.timings:
+                raise VoicemeshError(f"the {name} pipeline produced no audio (answer: {turn.text!r})")
+            out[name].append(turn.timings["first_audio_s"])
         report(
             f"side by side {i + 1}/{n}: streaming {out['streaming'][-1]:.2f} s,"
             f" naive {out['naive'][-1]:.2f} s"

@@ -43,9 +43,9 @@ def _is_abbreviation(text_before: str) -> bool:
 
 @dataclass
 class ClauseChunker:
-    min_first_chars: int = 12
+    min_first_chars: int = 8
     """A comma ends the first clause only after this many characters (shorter sounds choppy)."""
-    max_first_chars: int = 100
+    max_first_chars: int = 60
     """With no boundary by then, the first clause ends at the last space (keeps first audio early)."""
     max_chars: int = 250
     """Any clause longer than this ends at its last comma or space."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from region.cancel import CancelToken
@@ -61,7 +61,7 @@ class Pipeline:
     def __init__(self, stages: Stages) -> None:
         self.stages = stages
 
-    def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+    def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
         raise NotImplementedError
 
     async def user_text(self, turn: Turn) -> str:
@@ -77,9 +77,11 @@ class Pipeline:
         turn.mark("stt_s", t)
         return text
 
-    async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio:
+    async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio | None:
         t = time.perf_counter()
         audio = await self.stages.tts.synthesize(text, turn.start.voice, turn.cancel)
+        if not len(audio):
+            return None
         if index == 0:
             turn.mark("tts_first_audio_s", t)
         pcm = float_to_pcm16(audio)
@@ -102,7 +104,7 @@ class _End:
 
 
 class StreamingPipeline(Pipeline):
-    async def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
         user_text = await self.user_text(turn)
         yield self.transcript_event(turn, user_text)
         if not user_text.strip():
@@ -158,8 +160,9 @@ class StreamingPipeline(Pipeline):
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
-                out.put_nowait(await self.speak(turn, index, clause))
-                index += 1
+                if spoken := await self.speak(turn, index, clause):
+                    out.put_nowait(spoken)
+                    index += 1
             out.put_nowait(_End())
         except Exception as exc:
             out.put_nowait(exc)
@@ -168,7 +171,7 @@ class StreamingPipeline(Pipeline):
 class NaivePipeline(Pipeline):
     """Each stage waits for the previous one to finish; first audio = all the work."""
 
-    async def run(self, turn: Turn) -> AsyncIterator[PipelineEvent]:
+    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
         user_text = await self.user_text(turn)
         yield self.transcript_event(turn, user_text)
         if not user_text.strip():
@@ -177,7 +180,6 @@ class NaivePipeline(Pipeline):
         turn.text = await self.stages.llm.complete(turn.start, user_text)
         turn.mark("llm_s", t)
         yield TextDelta(turn_id=turn.start.turn_id, delta=turn.text)
-        if turn.text.strip():
-            audio = await self.speak(turn, 0, turn.text)
+        if turn.text.strip() and (audio := await self.speak(turn, 0, turn.text)):
             turn.mark("first_audio_s")
             yield audio

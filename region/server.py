@@ -19,6 +19,7 @@ from region.app import create_app
 from region.llm_server import LlmStartError, VllmServer
 from region.node import RegionNode
 from region.settings import RegionSettings
+from wire.errors import VoicemeshError
 
 Report = Callable[[str], None]
 
@@ -30,10 +31,28 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+class RegionStartError(VoicemeshError):
+    code = "region_start_failed"
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind before anything starts, so a taken port is a clear error rather than uvicorn's exit."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise RegionStartError(
+            f"cannot listen on {host}:{port} ({exc.strerror}): choose another --port"
+        ) from exc
+    return sock
 
 
 async def serve_region(
@@ -45,6 +64,7 @@ async def serve_region(
     llm_log: Path | None = None,
     on_ready: Callable[[RegionNode], None] | None = None,
 ) -> None:
+    listener = _listen(settings.host, settings.port)
     vllm: VllmServer | None = None
     llm_url = settings.llm.url
     if llm_url is None:
@@ -65,7 +85,7 @@ async def serve_region(
         f"{base}/health, {base}/metrics); warming models"
     )
     tasks: dict[str, asyncio.Task[object]] = {
-        "web": asyncio.create_task(server.serve(), name="uvicorn"),
+        "web": asyncio.create_task(server.serve(sockets=[listener]), name="uvicorn"),
         "models": asyncio.create_task(node.warm_up(), name="warm-up"),
         "stop": asyncio.create_task(stop.wait(), name="stop"),
     }
@@ -96,6 +116,7 @@ async def serve_region(
         await asyncio.wait(tasks.values())
         if vllm is not None:
             await vllm.stop()
+        listener.close()
     if problem is not None:
         raise problem
 

@@ -80,7 +80,8 @@ class Synthesizer:
         return chosen
 
     async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
-        """One clause -> float audio at 24 kHz. Raises ``Cancelled`` within milliseconds of cancel."""
+        """One clause -> float audio at 24 kHz (empty if nothing in it is speakable).
+        Raises ``Cancelled`` within milliseconds of a cancel."""
         voice = self.resolve_voice(voice)
         return await asyncio.to_thread(self._run, text, voice, cancel)
 
@@ -92,9 +93,11 @@ class Synthesizer:
             self._session.use(options)
             try:
                 audio, rate = self._kokoro.create(text, voice=voice, speed=s.speed, lang=s.lang)
-            except Exception:
+            except Exception as exc:
                 if cancel.cancelled:
                     raise Cancelled from None  # onnxruntime's "Exiting due to terminate flag"
+                if isinstance(exc, ValueError) and "phonemes" in str(exc):
+                    return np.zeros(0, dtype=np.float32)  # nothing speakable ("***", an emoji): silence
                 raise
             finally:
                 self._session.use(None)

@@ -1,7 +1,13 @@
-"""The router: which region serves each turn, and what happens when it fails."""
+"""The router: which region serves each turn, and what happens when it fails.
+
+``Router`` (``router.core``) implements ``TurnRouter`` (``router.api``) over real regions:
+``async with Router(RouterSettings(registry_path=...)) as r: async for ev in r.run_turn(...)``.
+"""
 
 from router.api import Degraded, FailedOver, Routed, RoutedEvent, SessionRouting, TurnRouter
-from router.registry import Location, RegionRecord, Registry, dump_registry, load_registry
+from router.core import Router
+from router.registry import Location, RegionRecord, Registry, RegistryWatcher, dump_registry, load_registry
+from router.settings import RouterSettings
 
 __all__ = [
     "Degraded",
@@ -9,8 +15,11 @@ __all__ = [
     "Location",
     "RegionRecord",
     "Registry",
+    "RegistryWatcher",
     "Routed",
     "RoutedEvent",
+    "Router",
+    "RouterSettings",
     "SessionRouting",
     "TurnRouter",
     "dump_registry",

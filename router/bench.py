@@ -19,7 +19,7 @@ import signal
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -67,7 +67,7 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]
 
 
-def bench_settings(regions: list[RegionProcess]) -> tuple[RouterSettings, Registry]:
+def bench_settings(regions: Sequence[RegionProcess]) -> tuple[RouterSettings, Registry]:
     registry = Registry(
         regions=[
             RegionRecord(id=r.id, url=r.url, location=Location(50.0, 8.0 + i)) for i, r in enumerate(regions)
@@ -181,7 +181,7 @@ def decision_cost_us(n_regions: int, iterations: int) -> dict[str, float]:
 
 
 async def run_bench(
-    regions: list[RegionProcess],
+    regions: Sequence[RegionProcess],
     *,
     trials: int,
     prompt: str,
@@ -228,25 +228,25 @@ async def _recover(proc: RegionProcess, sig: signal.Signals) -> None:
 def summarize(result: BenchResult) -> str:
     def row(name: str, values: list[float]) -> str:
         if not values:
-            return f"{name:<52} (no samples)"
+            return f"{name:<44} (no samples)"
         return (
-            f"{name:<52} p50 {pct(values, 50) * 1000:7.0f} ms   p95 {pct(values, 95) * 1000:7.0f} ms"
+            f"{name:<44} p50 {pct(values, 50) * 1000:7.0f} ms   p95 {pct(values, 95) * 1000:7.0f} ms"
             f"   (n={len(values)})"
         )
 
     lines = ["Router failover (text turns, 2 local regions on CPU)", ""]
     lines.append(row("normal time to first audio", result.normal_ttfa_s))
     for name, trials in (
-        ("crash, SIGKILL mid-answer", result.crash),
-        ("hang, SIGSTOP mid-answer (stall deadline)", result.hang_mid),
-        ("hang, SIGSTOP before answer (first-byte deadline)", result.hang_first_byte),
+        ("crash mid-answer (SIGKILL)", result.crash),
+        ("hang mid-answer (SIGSTOP)", result.hang_mid),
+        ("hang before answer (SIGSTOP)", result.hang_first_byte),
     ):
         gaps = [t.gap_s for t in trials if t.gap_s is not None]
         detects = [t.detect_s for t in trials if t.detect_s is not None]
         done = sum(t.completed for t in trials)
         lines.append(row(f"{name}: gap to new audio", gaps))
         lines.append(row(f"{name}: detection", detects))
-        lines.append(f"{'':<52} completed {done}/{len(trials)} turns")
+        lines.append(f"{'':<44} completed {done}/{len(trials)} turns")
     if result.normal_ttfa_s and result.crash:
         gaps = [t.gap_s for t in result.crash if t.gap_s is not None]
         if gaps:

@@ -66,7 +66,8 @@ class BreakerBoard:
         self._trials: set[str] = set()
         self._listener = _Listener(self)
         self._known: dict[str, str] = {}
-        """Last state read per region: ranking reads this, never the backend."""
+        self._opened_at: dict[str, datetime | None] = {}
+        """Last state (and opening time) read per region: ranking reads these, never the backend."""
         self.transitions: dict[str, tuple[str, str, float]] = {}
 
     def breaker(self, region: str) -> pybreaker.CircuitBreaker:
@@ -100,10 +101,9 @@ class BreakerBoard:
             return True
         if state == pybreaker.STATE_HALF_OPEN:
             return region not in self._trials
-        return self._reset_elapsed(region)
+        return self._reset_elapsed(self._opened_at.get(region))
 
-    def _reset_elapsed(self, region: str) -> bool:
-        opened = self.breaker(region)._state_storage.opened_at
+    def _reset_elapsed(self, opened: datetime | None) -> bool:
         return opened is None or datetime.now(UTC) >= opened + timedelta(seconds=self._reset_s)
 
     def _read(self, region: str) -> str:
@@ -111,6 +111,8 @@ class BreakerBoard:
         # replica changed it), where ``current_state`` would only read.
         state = str(self.breaker(region).state.name)
         self._known[region] = state
+        if state == pybreaker.STATE_OPEN:
+            self._opened_at[region] = self.storage.for_region(region).opened_at
         return state
 
     async def refresh(self, regions: list[str]) -> None:
@@ -129,7 +131,7 @@ class BreakerBoard:
             if state == pybreaker.STATE_CLOSED:
                 return
             if state == pybreaker.STATE_OPEN:
-                if not self._reset_elapsed(region):
+                if not self._reset_elapsed(self._opened_at.get(region)):
                     raise BreakerOpen(f"region {region}: circuit breaker open", region=region)
                 self.breaker(region).half_open()
                 self._known[region] = pybreaker.STATE_HALF_OPEN

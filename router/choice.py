@@ -5,6 +5,7 @@ Pure functions over the router's health table: cheap (they run for every turn) a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable
 
 from router.health import RegionHealth, Score
@@ -31,6 +32,7 @@ def rank(
     recent failure): moving a conversation has a cost (cold caches, a new voice path) that a small
     score difference does not pay for.
     """
+    now = time.monotonic() if now is None else now
     out: list[tuple[RegionHealth, Score]] = []
     for r in regions:
         if r.id in exclude or not residency_allows(r.record, residency):

@@ -123,7 +123,8 @@ class Router:
 
     # Lifecycle.
     async def start(self) -> None:
-        await self.prober.probe_all()
+        if self.settings.probe_interval_s > 0:
+            await self.prober.probe_all()
         await self.breakers.refresh(list(self._regions))
         self.prober.start()
         if self._watcher is not None:
@@ -293,11 +294,17 @@ class Router:
             while True:
                 in_io = True
                 try:
-                    async with asyncio.timeout_at(deadline):
-                        ev = await anext(events)
+                    async with asyncio.timeout_at(deadline) as timeout:
+                        region.watch(timeout, last_event)
+                        try:
+                            ev = await anext(events)
+                        finally:
+                            region.unwatch(timeout)
                 except TimeoutError:
+                    why = " after a failed health probe" if region.probe_ok is False else ""
                     raise FirstByteTimeout(
-                        f"region {region.id}: silent for {deadline - last_event:.2f}s (waiting for {stage})",
+                        f"region {region.id}: silent for {loop.time() - last_event:.2f}s{why}"
+                        f" (waiting for {stage})",
                         region=region.id,
                     ) from None
                 except StopAsyncIteration:

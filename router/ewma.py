@@ -48,6 +48,8 @@ class DecayingCounter:
         self._at = 0.0
 
     def value(self, now: float | None = None) -> float:
+        if not self._value:
+            return 0.0  # the common case, on every routing decision: skip the clock and exp()
         now = time.monotonic() if now is None else now
         return self._value * math.exp(-max(now - self._at, 0.0) / self.tau_s)
 

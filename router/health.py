@@ -95,6 +95,8 @@ class RegionHealth:
         self.probe_error = ""
         self.last_probe_at = 0.0
         self.prior_s = settings.prior_ttfa_s + distance_rtt_s(settings.location, record.location)
+        self._waiting: dict[asyncio.Timeout, float] = {}
+        """Turns waiting on this region right now: their deadline and when they last heard from it."""
 
     @property
     def id(self) -> str:
@@ -181,6 +183,28 @@ class RegionHealth:
         if report is not None:
             self.report = report
             self.probe_rtt.update(rtt_s)
+        else:
+            self._cut_waiting()
+
+    # A failed probe is the quickest news of a hung region: turns waiting on it need not sit out
+    # their whole stall deadline, only a short confirmation that they too are hearing nothing.
+    def watch(self, timeout: asyncio.Timeout, last_event: float) -> None:
+        self._waiting[timeout] = last_event
+        if self.probe_ok is False:
+            self._cut(timeout, last_event)
+
+    def unwatch(self, timeout: asyncio.Timeout) -> None:
+        self._waiting.pop(timeout, None)
+
+    def _cut_waiting(self) -> None:
+        for timeout, last_event in list(self._waiting.items()):
+            self._cut(timeout, last_event)
+
+    def _cut(self, timeout: asyncio.Timeout, last_event: float) -> None:
+        when = last_event + self._settings.hang_confirm_s
+        current = timeout.when()
+        if current is None or when < current:
+            timeout.reschedule(max(when, asyncio.get_running_loop().time()))
 
     def status(self) -> dict[str, object]:
         sc = self.score()
@@ -239,11 +263,11 @@ class HealthProber:
             self._task = asyncio.create_task(self._loop(), name="router-health-probes")
 
     async def _loop(self) -> None:
-        while True:
+        while True:  # the first round ran in ``Router.start``
+            await asyncio.sleep(self._settings.probe_interval_s)
             await self.probe_all()
             if self.on_probed is not None:
                 self.on_probed()
-            await asyncio.sleep(self._settings.probe_interval_s)
 
     async def probe_all(self) -> None:
         await asyncio.gather(*(self.probe(r) for r in list(self._regions())))

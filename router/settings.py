@@ -41,6 +41,9 @@ class RouterSettings:
     (measured 0.04-0.1); cautious, since a false stall fails a healthy region over."""
     max_clause_chars: int = 120
     connect_timeout_s: float = 2.0
+    hang_confirm_s: float = 1.0
+    """When a probe of a region fails, a turn that has heard nothing from it for this long fails
+    over at once instead of waiting out its stall deadline."""
 
     # Breakers
     breaker_fail_max: int = 3

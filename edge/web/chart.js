@@ -49,6 +49,13 @@ export function drawLines(canvas, series, { nowMs, windowMs, unit = "ms" }) {
     g.fillText(m === 0 ? "now" : `-${m} min`, x(t), h - 6);
   }
 
+  const empty = [...series.values()].every((pts) => !pts.some(([t, v]) => t >= t0 && v !== null));
+  if (empty) {
+    g.fillStyle = "#94a3b8";
+    g.font = "13px system-ui, sans-serif";
+    g.fillText("no turns served yet: the EWMA appears with the first answer", (pad.l + w - pad.r) / 2, h / 2);
+  }
+
   // Lines.
   let i = 0;
   for (const [, pts] of series) {

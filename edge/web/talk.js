@@ -63,7 +63,10 @@ async function audioContext() {
   }
   await ctx.audioWorklet.addModule("/web/audio-worklet.js");
   player = new Player(ctx);
-  player.onIdle = () => turns.playbackEnded();
+  player.onIdle = () => {
+    turns.playbackEnded();
+    if (ws) setStatus("live", "listening");
+  };
   return ctx;
 }
 

@@ -2,7 +2,7 @@
 // was served and how long each stage took, measured from event arrival times in this page:
 // end of speech -> transcript -> first text -> first audio.
 
-const BAR_FULL_MS = 4000; // a latency bar this long fills the card's width
+const BAR_FULL_MS = 4000; // a turn this fast or slower fills the card's width
 
 function fmtMs(ms) {
   return Number.isFinite(ms) ? `${Math.round(ms)} ms` : "–";
@@ -57,9 +57,9 @@ class Turn {
       llm: seg(lat.transcript_ms, lat.first_text_ms),
       tts: seg(lat.first_text_ms, lat.first_audio_ms),
     };
-    for (const [k, ms] of Object.entries(widths)) {
-      q(`.bar .${k}`).style.width = `${Math.min(100, (100 * ms) / BAR_FULL_MS)}%`;
-    }
+    // The bar's full width is 4 s, or the whole turn when it took longer: segments stay in proportion.
+    const full = Math.max(BAR_FULL_MS, widths.stt + widths.llm + widths.tts);
+    for (const [k, ms] of Object.entries(widths)) q(`.bar .${k}`).style.width = `${(100 * ms) / full}%`;
     q(".numbers").textContent =
       lat.transcript_ms === null && lat.first_audio_ms === null
         ? ""

@@ -121,28 +121,29 @@ class TurnRecord:
         return data
 
 
-def _play(arrivals: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """A player that starts at the first chunk and plays in real time: (longest underrun, end)."""
+def silences(arrivals: Sequence[tuple[float, float]]) -> tuple[list[tuple[float, float]], float]:
+    """A player that starts at the first chunk and plays in real time: the (start, end) of every
+    silence it plays mid-answer because audio came late, and when it finishes playing."""
     if not arrivals:
-        return 0.0, 0.0
+        return [], 0.0
     play_until = arrivals[0][0] + arrivals[0][1]
-    worst = 0.0
+    gaps: list[tuple[float, float]] = []
     for at, seconds in arrivals[1:]:
         if at > play_until:
-            worst = max(worst, at - play_until)
+            gaps.append((play_until, at))
             play_until = at
         play_until += seconds
-    return worst, play_until
+    return gaps, play_until
 
 
 def audible_gap(arrivals: Sequence[tuple[float, float]]) -> float:
     """Longest silence a real-time player would play mid-answer because audio came late."""
-    return _play(arrivals)[0]
+    return max((end - start for start, end in silences(arrivals)[0]), default=0.0)
 
 
 def playback_end(arrivals: Sequence[tuple[float, float]]) -> float:
     """When a real-time player would finish playing the answer (drill time)."""
-    return _play(arrivals)[1]
+    return silences(arrivals)[1]
 
 
 Predicate = Callable[[str, TurnRecord], bool]
@@ -224,6 +225,7 @@ class Caller:
         self._current: TurnRecord | None = None
         self._turn_done = asyncio.Event()
         self._session_id = ""
+        self._session_known = asyncio.Event()
 
     async def run(self) -> None:
         clock = self.state.clock
@@ -249,6 +251,8 @@ class Caller:
                 )
                 reader = asyncio.create_task(self._read(conn))
                 try:
+                    # Turns carry the session id (to match the router's failover log): wait for it.
+                    await asyncio.wait_for(self._session_known.wait(), 15.0)
                     for turn in list(turns_left):
                         utt = self.utterances[(self.index + turn - 1) % len(self.utterances)]
                         rec = TurnRecord(
@@ -276,7 +280,12 @@ class Caller:
         for turn in turns_left:
             utt = self.utterances[(self.index + turn - 1) % len(self.utterances)]
             rec = TurnRecord(
-                self.index, turn, self._session_id, utt.text, utt.voice, speech_start=clock.now(),
+                self.index,
+                turn,
+                self._session_id,
+                utt.text,
+                utt.voice,
+                speech_start=clock.now(),
                 status="not_started",
             )
             rec.error = "the session ended before this turn"
@@ -317,6 +326,7 @@ class Caller:
             event = json.loads(await conn.recv_bytes())
             if event.get("type") == "session.created":
                 self._session_id = str((event.get("session") or {}).get("id", ""))
+                self._session_known.set()
             rec = self._current
             if rec is not None and rec.done is None:
                 self._on_event(event, rec)

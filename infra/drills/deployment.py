@@ -25,6 +25,7 @@ import httpx
 
 from infra.drills.callers import EdgeTarget
 from infra.drills.faults import FaultProxy, Undo, pid_listening_on
+from infra.processes import read_pid
 from wire.errors import VoicemeshError
 
 Report = Callable[[str], None]
@@ -84,8 +85,8 @@ class Deployment:
     def pid(self, region: RegionInfo) -> int:
         """The region's process: whoever listens on its port, else its Terraform pid file."""
         pid = pid_listening_on(region.port)
-        if pid is None and region.pid_file and Path(region.pid_file).exists():
-            pid = int(Path(region.pid_file).read_text().strip() or 0) or None
+        if pid is None and region.pid_file:
+            pid = read_pid(Path(region.pid_file))
         if pid is None:
             raise DeploymentError(f"region {region.id}: no process listens on port {region.port}")
         if pid == os.getpid():  # the port is one of our own fault proxies, never signal ourselves
@@ -110,6 +111,18 @@ class Deployment:
         except httpx.HTTPError:
             return False
         return False
+
+    async def edge_status(self) -> dict[str, Any]:
+        """The edge's authenticated ``/status`` (router state, recent failovers); empty if unreachable."""
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as client:
+                resp = await client.get(
+                    self.edge.url.rstrip("/") + "/status",
+                    headers={"Authorization": f"Bearer {self.edge.api_key}"},
+                )
+            return dict(resp.json()) if resp.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}
 
     async def ready(self) -> bool:
         try:

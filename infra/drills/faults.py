@@ -99,7 +99,8 @@ class FaultProxy:
         self.latency_s = 0.0
         """Added to every chunk, each direction (a round trip pays it twice)."""
         self._server: asyncio.Server | None = None
-        self._links: set[asyncio.Task[None]] = set()
+        self._links: dict[asyncio.Task[None], list[asyncio.StreamWriter]] = {}
+        """Each live link's handler task and its two sockets."""
 
     @property
     def url(self) -> str:
@@ -128,10 +129,16 @@ class FaultProxy:
 
     async def cut(self) -> int:
         """Drop every live connection at once; returns how many were cut."""
-        links = list(self._links)
-        for task in links:
-            task.cancel()
-        await asyncio.gather(*links, return_exceptions=True)
+        links = dict(self._links)
+        for writers in links.values():
+            for w in writers:
+                _abort(w)
+        # Aborted sockets end their handlers by themselves; cancelling them instead would make
+        # asyncio's server log the cancellation as an error.
+        if links:
+            _, stuck = await asyncio.wait(links, timeout=2.0)
+            for task in stuck:
+                task.cancel()
         return len(links)
 
     async def stop(self) -> None:
@@ -140,18 +147,18 @@ class FaultProxy:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._links.add(task)
-        upstream: asyncio.StreamWriter | None = None
+        writers = [writer]
+        self._links[task] = writers
         try:
             up_reader, upstream = await asyncio.open_connection(*self.target)
+            writers.append(upstream)
             await asyncio.gather(self._pipe(reader, upstream), self._pipe(up_reader, writer))
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
-            self._links.discard(task)
-            for w in (writer, upstream):
-                if w is not None:
-                    _abort(w)
+            self._links.pop(task, None)
+            for w in writers:
+                _abort(w)
 
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         # Chunks wait in a queue until due, so latency delays data without throttling throughput.

@@ -41,14 +41,20 @@ def progress_line(name: str, state: CallerState, faults: Sequence[FaultMark]) ->
 
 
 class LiveProgress:
-    """One line that rewrites itself (``rich.live``) while callers run; plain lines when not a TTY."""
+    """The live line: rich redraws it from the callers' shared state four times a second (a TTY
+    shows one line rewriting itself; ``transient`` leaves the log clean for the summary)."""
 
     def __init__(self, name: str, console: Console) -> None:
         self.name = name
-        self.console = console
-        self._live = Live("", console=console, refresh_per_second=4, transient=True)
-        self._state: CallerState | None = None
-        self._faults: Sequence[FaultMark] = ()
+        self.state: CallerState | None = None
+        self.faults: Sequence[FaultMark] = ()
+        self._live = Live(get_renderable=self.render, console=console, refresh_per_second=4, transient=True)
+
+    def on_state(self, state: CallerState, faults: list[FaultMark]) -> None:
+        self.state, self.faults = state, faults
+
+    def render(self) -> str:
+        return "starting…" if self.state is None else progress_line(self.name, self.state, self.faults)
 
     def __enter__(self) -> LiveProgress:
         self._live.__enter__()
@@ -56,13 +62,6 @@ class LiveProgress:
 
     def __exit__(self, *exc: object) -> None:
         self._live.__exit__(None, None, None)
-
-    def update(self, state: CallerState, faults: Sequence[FaultMark]) -> None:
-        self._state, self._faults = state, faults
-        self._live.update(progress_line(self.name, state, faults))
-
-    def note(self, line: str) -> None:
-        self.console.print(f"[cyan]›[/cyan] {line}")
 
 
 def _fmt(value: float | None, unit: str = "s") -> str:
@@ -116,7 +115,7 @@ def _fault_line(f: FaultMark) -> str:
 def _lane(r: TurnRecord) -> str:
     if r.lost:
         return LOST_LANE
-    if r.degraded and not r.region:
+    if r.degraded:
         return DEGRADED_LANE
     return r.region or "unknown"
 
@@ -174,40 +173,57 @@ def render_timeline(result: DrillResult, path: Path) -> None:
         key=lambda x: (x in (DEGRADED_LANE, LOST_LANE), x),
     )
     y = {lane: i for i, lane in enumerate(lanes)}
-    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.7 * len(lanes)))
+    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.8 * len(lanes)))
     colors = plt.get_cmap("tab10")
+    callers = sorted({r.caller for r in result.records})
+    row_h = 0.8 / max(len(callers), 1)
     for r in result.records:
         if not r.speech_end:
             continue
         end = r.done if r.done is not None else result.duration_s
+        offset = (callers.index(r.caller) - (len(callers) - 1) / 2) * row_h  # one sub-row per caller
         # A failed-over turn is drawn in its first region up to the failover, then in the next one.
         points = [(r.speech_end, r.regions[0] if r.regions else _lane(r))]
-        points += [(float(f["at"]), str(f["to"])) for f in r.failovers if f.get("to") in y]
-        for (start, lane), nxt in zip(points, [*points[1:], (end, "")], strict=True):
-            lane = lane if lane in y else _lane(r)
+        points += [(float(h["at"]), str(h["to"])) for h in r.failovers if h.get("at") is not None]
+        segments = [
+            (start, stop, lane if lane in y else _lane(r))
+            for (start, lane), (stop, _) in zip(points, [*points[1:], (end, "")], strict=True)
+        ]
+        for start, stop, lane in segments:
             ax.barh(
-                y[lane],
-                nxt[0] - start,
+                y[lane] + offset,
+                max(stop - start, 0.05),
                 left=start,
-                height=0.5,
+                height=row_h * 0.9,
                 color=colors(r.caller % 10),
                 alpha=0.75,
                 edgecolor="black" if r.failed_over else "none",
             )
+        for hop, (_, _, lane) in zip(r.failovers, segments, strict=False):
+            ax.plot([float(hop["at"])], [y[lane] + offset], marker="x", color="black", markersize=6)
         if r.first_audio is not None:
-            ax.plot([r.first_audio], [y[_lane(r)]], marker="|", color="black", markersize=12)
+            lane = next((ln for a, b, ln in segments if a <= r.first_audio <= b), segments[-1][2])
+            ax.plot([r.first_audio], [y[lane] + offset], marker="|", color="black", markersize=10)
     for f in result.faults:
         until = f.until if f.until is not None else result.duration_s
         ax.axvspan(f.at, until, color="red", alpha=0.12)
         ax.axvline(f.at, color="red", linewidth=1.2)
         ax.text(f.at, len(lanes) - 0.45, f" {f.kind} {f.region}", color="red", fontsize=8, va="bottom")
-    callers = sorted({r.caller for r in result.records})
     handles = [Patch(color=colors(c % 10), alpha=0.75, label=f"caller {c}") for c in callers[:10]]
-    ax.legend(handles=handles, loc="upper left", fontsize=7, ncol=min(len(handles), 5) or 1)
+    ax.legend(
+        handles=handles,
+        loc="lower left",
+        bbox_to_anchor=(0, 1.0),
+        fontsize=7,
+        ncol=len(handles[:10]) or 1,
+        frameon=False,
+    )
     ax.set_xlim(0, max(result.duration_s, *(r.done or 0 for r in result.records)) * 1.02)
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.1 + 0.5)
-    ax.set_xlabel("seconds since the drill started (bars: end of speech → answer done; | first audio)")
+    ax.set_xlabel(
+        "seconds since the drill started (bars: end of speech → answer done; | first audio; x failover)"
+    )
     ttfa = [
         (r.speech_end, t)
         for r in sorted(result.records, key=lambda r: r.speech_end)
@@ -225,7 +241,7 @@ def render_timeline(result: DrillResult, path: Path) -> None:
         )
         ax2.set_ylabel("time to first audio (s)", color="tab:purple")
         ax2.set_ylim(0, max(p[1] for p in ttfa) * 1.25)
-    ax.set_title(f"drill {result.scenario}: turns per region, faults shaded, TTFA line")
+    ax.set_title(f"drill {result.scenario}: turns per region, faults shaded, TTFA line", pad=18)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from infra.drills.callers import CallerSettings, CallerState, TurnRecord, run_callers
+from infra.drills.callers import CallerSettings, CallerState, Clock, TurnRecord, run_callers
 from infra.drills.deployment import Deployment, Report
 from infra.drills.faults import FaultMark, Undo
 from infra.drills.scenarios import DrillContext, FaultParams, Scenario
@@ -45,6 +45,31 @@ class DrillResult:
         return turn_stats(self.records, self.duration_s)
 
 
+def attach_router_failovers(
+    records: Sequence[TurnRecord], failovers: list[dict[str, Any]], clock: Clock
+) -> None:
+    """Replace what a response's metadata says (the last failover only, undated) with the router's own
+    log from the edge's /status: every hop of a turn, with its time, reason and measured gap."""
+    by_turn: dict[int, list[dict[str, Any]]] = {}
+    for f in failovers:
+        try:
+            at = clock.from_wall(datetime.fromisoformat(str(f["at"])).timestamp())
+        except (KeyError, ValueError):
+            continue
+        for i, r in enumerate(records):
+            end = r.done if r.done is not None else float("inf")
+            if r.session_id and f.get("session") == r.session_id and r.speech_end - 0.5 <= at <= end + 0.5:
+                by_turn.setdefault(i, []).append(
+                    {"at": round(at, 3), "from": f.get("from") or "", "to": f.get("to") or "edge",
+                     "reason": f.get("reason", ""), "gap_s": f.get("gap_s")}
+                )  # fmt: skip
+                break
+    for i, hops in by_turn.items():
+        records[i].failovers = sorted(hops, key=lambda h: float(h["at"]))
+        path = [hops[0]["from"], *[h["to"] for h in hops]]
+        records[i].regions = [p for p in path if p and p != "edge"] or records[i].regions
+
+
 def date_failovers(records: Sequence[TurnRecord], faults: Sequence[FaultMark]) -> None:
     """The edge reports that a turn failed over, not when: a turn hit mid-answer moved at the fault,
     one that started after it moved as it started."""
@@ -60,7 +85,7 @@ def turn_stats(records: Sequence[TurnRecord], duration_s: float) -> dict[str, An
     served: dict[str, int] = {}
     for r in records:
         if r.complete:
-            key = "edge (degraded)" if r.degraded and not r.region else (r.region or "unknown")
+            key = "edge (degraded)" if r.degraded else (r.region or "unknown")
             served[key] = served.get(key, 0) + 1
     return {
         "turns": len(records),
@@ -105,7 +130,7 @@ async def run_drill(
     try:
         if scenario.needs_proxies:
             ctx.proxies = await deployment.interpose(undo)
-        state.clock.t0 = time.monotonic()
+        state.clock.reset()
         fault_task = asyncio.ensure_future(scenario.inject(ctx))
         if on_state is not None:
             state.moments.listeners.append(lambda _k, _r: on_state(state, ctx.faults))
@@ -134,6 +159,9 @@ async def run_drill(
         failed = await undo.run()
         ctx.notes.extend(f"undo {name} failed: see the log" for name in failed)
     end = state.clock.now()
+    status = await deployment.edge_status()
+    router = status.get("router") or {}
+    attach_router_failovers(state.records, list(router.get("recent_failovers") or []), state.clock)
     date_failovers(state.records, ctx.faults)
     verdicts = evaluate(state.records, ctx.faults, slo, end=end)
     if not ctx.faults:

@@ -172,13 +172,9 @@ async def _all_down(ctx: DrillContext) -> None:
 
 
 async def _saturate(ctx: DrillContext) -> None:
-    # The load is the fault: mark the window in which every caller is in a turn at once.
-    rec = await ctx.state.moments.wait("first_audio", turn=1, timeout_s=ctx.params.moment_timeout_s)
-    region = await ctx.busiest(rec)
-    i = ctx.mark("saturation", region.id, f"{ctx.state.sessions_open} sessions on {len(ctx.regions)} regions")
-    while ctx.state.in_flight():
-        await ctx.state.moments.wait("done", timeout_s=ctx.params.moment_timeout_s)
-    ctx.end(i)
+    # The load is the fault: it starts with the callers and lasts the whole drill (no end mark).
+    capacity = sum(r.capacity for r in ctx.regions)
+    ctx.mark("saturation", "all", f"callers above the {capacity} slots of {len(ctx.regions)} regions")
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -1,7 +1,7 @@
 """Service-level objectives for a drill, and the verdicts a run earns against them.
 
-Defaults: no lost turn (every caller heard a complete answer), a failover gap under a bound (from
-the moment a fault hits to the next audio a caller in mid-turn receives), and p95 time to first
+Defaults: no lost turn (every caller heard a complete answer), a failover gap under a bound (the
+silence a caller in mid-turn hears because of the fault), and p95 time to first
 audio under a bound for the turns that ran during a fault.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from infra.drills.callers import TurnRecord
+from infra.drills.callers import TurnRecord, silences
 from infra.drills.faults import FaultMark
 
 
@@ -54,9 +54,19 @@ def hit_by_fault(record: TurnRecord, faults: Sequence[FaultMark]) -> FaultMark |
 
 
 def failover_gap(record: TurnRecord, fault: FaultMark) -> float | None:
-    """From the fault to the next audio this caller received (None: no audio came after it)."""
-    after = [at for at, _ in record.arrivals if at >= fault.at]
-    return min(after) - fault.at if after else None
+    """The silence a caller mid-turn heard because of the fault (None: the answer never resumed).
+
+    Before the first audio: from the fault to the first audio. Mid-answer: the longest silence the
+    caller's player ran into after the fault (audio already buffered at the edge or the client
+    plays on, so a fast failover costs nothing audible)."""
+    before = [a for a in record.arrivals if a[0] < fault.at]
+    after = [a for a in record.arrivals if a[0] >= fault.at]
+    if not after:
+        return 0.0 if before and record.complete else None
+    if not before:
+        return after[0][0] - fault.at
+    gaps, _ = silences(record.arrivals)
+    return max((end - max(start, fault.at) for start, end in gaps if end >= fault.at), default=0.0)
 
 
 def during_faults(records: Sequence[TurnRecord], faults: Sequence[FaultMark], end: float) -> list[TurnRecord]:

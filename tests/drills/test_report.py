@@ -16,7 +16,7 @@ from infra.drills.slo import Slo, evaluate
 
 
 def _record(caller: int, n: int, t: float, regions: list[str], **kw: object) -> TurnRecord:
-    rec = TurnRecord(caller, n, f"sentence {n}", "en-gb", speech_start=t - 2, speech_end=t)
+    rec = TurnRecord(caller, n, f"sess{caller}", f"sentence {n}", "en-gb", speech_start=t - 2, speech_end=t)
     for region in regions:
         rec.add_region(region)
     rec.first_audio = t + 1.2
@@ -38,7 +38,7 @@ def _result() -> DrillResult:
         _record(1, 2, 12.0, [], degraded=True),
     ]
     lost = TurnRecord(
-        1, 3, "sentence 3", "en-us", speech_start=16.0, speech_end=18.0, status="timeout", done=40.0
+        1, 3, "sess1", "sentence 3", "en-us", speech_start=16.0, speech_end=18.0, status="timeout", done=40.0
     )
     records.append(lost)
     return DrillResult(

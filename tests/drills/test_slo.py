@@ -10,7 +10,7 @@ from infra.drills.slo import Slo, evaluate, failover_gap, missed
 def turn(
     caller: int, n: int, speech_end: float, first_audio: float | None, done: float, **kw: object
 ) -> TurnRecord:
-    rec = TurnRecord(caller, n, "text", "en-us", speech_start=speech_end - 2, speech_end=speech_end)
+    rec = TurnRecord(caller, n, "s", "text", "en-us", speech_start=speech_end - 2, speech_end=speech_end)
     rec.status = str(kw.pop("status", "completed"))
     rec.done = done
     if first_audio is not None:
@@ -53,14 +53,21 @@ def test_lost_turn_is_named() -> None:
 def test_failover_gap_from_fault_to_next_audio() -> None:
     rec = turn(0, 1, 1.0, 2.0, 3.0, late=[8.5])  # audio stops at ~3 s, resumes at 8.5 s
     rec.done = 9.0
-    fault = FaultMark(at=2.6, kind="SIGSTOP", region="eu-west")
-    assert failover_gap(rec, fault) is not None
-    assert abs((failover_gap(rec, fault) or 0) - (2.75 - 2.6)) < 1e-9  # next chunk at 2.75 s
-    fault_late = FaultMark(at=3.0, kind="SIGSTOP", region="eu-west")
-    assert abs((failover_gap(rec, fault_late) or 0) - 5.5) < 1e-9
-    verdicts = evaluate([rec], [fault_late], Slo(max_failover_gap_s=4.0), end=10.0)
+    # Four 0.5 s pieces arrived from 2.0 s: the player is busy until 4.0 s, then silent until 8.5 s.
+    for at in (2.6, 3.0, 4.5):
+        gap = failover_gap(rec, FaultMark(at=at, kind="SIGSTOP", region="eu-west"))
+        assert gap is not None and abs(gap - (8.5 - max(4.0, at))) < 1e-9, (at, gap)
+    verdicts = evaluate([rec], [FaultMark(at=3.0, kind="SIGSTOP", region="eu-west")], Slo(), end=10.0)
     assert [v.name for v in missed(verdicts)] == ["failover_gap"]
-    assert "5.50 s" in missed(verdicts)[0].measured
+    assert "4.50 s" in missed(verdicts)[0].measured
+    # Before the first audio, the gap runs from the fault to the first audio.
+    waiting = turn(1, 1, 1.0, 6.0, 7.0)
+    assert failover_gap(waiting, FaultMark(at=2.0, kind="SIGKILL", region="eu-west")) == 4.0
+    # Audio that was all delivered before the fault: nothing audible was lost.
+    assert failover_gap(turn(2, 1, 1.0, 2.0, 3.0), FaultMark(at=3.5, kind="x", region="r")) == 0.0
+    # A turn that never got audio again after the fault "never resumed" and misses the objective.
+    broken = turn(3, 1, 1.0, 2.0, 3.0, status="cancelled")
+    assert failover_gap(broken, FaultMark(at=3.5, kind="x", region="r")) is None
 
 
 def test_p95_ttfa_only_counts_turns_during_the_fault() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,3 +46,9 @@ def say(speech: Callable[..., Path]) -> Callable[[str], FloatAudio]:
 def rms(pcm16: bytes) -> float:
     x = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
     return float(np.sqrt(np.mean(x**2))) if len(x) else 0.0
+
+
+def session_id(created: Any) -> str:
+    """The edge's session id, carried in ``session.created`` as an extra field the SDK keeps."""
+    assert created.type == "session.created"
+    return str(created.session.model_extra["id"])

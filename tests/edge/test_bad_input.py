@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 import websockets
 from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
 
 from edge.settings import LimitSettings
 from edge.talk import client
@@ -30,15 +31,19 @@ async def strict_edge(edge_factory: EdgeFactory) -> RunningEdge:
         [("nowhere", f"http://127.0.0.1:{free_port()}")],
         jwt_secret=JWT_SECRET,
         limits=LimitSettings(
-            max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40, events_per_s=5.0, events_burst=30,
-            max_event_bytes=64_000, max_buffer_s=1.0,
+            max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40,
+            events_per_s=5.0, events_burst=30, max_event_bytes=64_000, max_buffer_s=1.0,
         ),
     )  # fmt: skip
 
 
-async def _raw(edge: RunningEdge, token: str | None = None, subprotocols: list[str] | None = None) -> Any:
+async def _raw(
+    edge: RunningEdge, token: str | None = None, subprotocols: list[Subprotocol] | None = None
+) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return await connect(f"{edge.url}/realtime?model=x", additional_headers=headers, subprotocols=subprotocols)  # type: ignore[arg-type]
+    return await connect(
+        f"{edge.url}/realtime?model=x", additional_headers=headers, subprotocols=subprotocols
+    )
 
 
 async def _next(ws: Any, type_: str | None = None) -> dict[str, Any]:
@@ -53,7 +58,9 @@ async def _next(ws: Any, type_: str | None = None) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("token", [None, "wrong-key", "ek_never-minted", "a.b.c"])
-async def test_unauthenticated_handshake_is_refused_with_401(strict_edge: RunningEdge, token: str | None) -> None:
+async def test_unauthenticated_handshake_is_refused_with_401(
+    strict_edge: RunningEdge, token: str | None
+) -> None:
     with pytest.raises(websockets.InvalidStatus) as info:
         await _raw(strict_edge, token)
     assert info.value.response.status_code == 401
@@ -67,7 +74,9 @@ async def test_expired_jwt_is_refused_and_valid_jwt_accepted(strict_edge: Runnin
         await _raw(strict_edge, expired)
     assert info.value.response.status_code == 401
     assert b"expired" in (info.value.response.body or b"")
-    forged = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, "another-secret-0123456789abcdef-x", algorithm="HS256")
+    forged = jwt.encode(
+        {"sub": "alice", "exp": int(time.time()) + 60}, "another-secret-0123456789abcdef-x", algorithm="HS256"
+    )
     with pytest.raises(websockets.InvalidStatus):
         await _raw(strict_edge, forged)
     valid = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, JWT_SECRET, algorithm="HS256")
@@ -77,7 +86,11 @@ async def test_expired_jwt_is_refused_and_valid_jwt_accepted(strict_edge: Runnin
 
 
 async def test_browser_subprotocol_key_is_accepted(strict_edge: RunningEdge) -> None:
-    ws = await _raw(strict_edge, None, ["realtime", f"openai-insecure-api-key.{strict_edge.api_key}"])
+    ws = await _raw(
+        strict_edge,
+        None,
+        [Subprotocol("realtime"), Subprotocol(f"openai-insecure-api-key.{strict_edge.api_key}")],
+    )
     assert ws.subprotocol == "realtime"
     assert (await _next(ws))["type"] == "session.created"
     await ws.close()
@@ -152,7 +165,9 @@ async def test_event_rate_limit_answers_error_and_session_survives(strict_edge: 
 
 
 async def test_session_duration_limit_closes_with_error(edge_factory: EdgeFactory) -> None:
-    short = await edge_factory([("nowhere", f"http://127.0.0.1:{free_port()}")], limits=LimitSettings(max_session_s=2.0))
+    short = await edge_factory(
+        [("nowhere", f"http://127.0.0.1:{free_port()}")], limits=LimitSettings(max_session_s=2.0)
+    )
     ws = await _raw(short, short.api_key)
     await _next(ws, "session.created")
     event = await _next(ws, "error")
@@ -164,23 +179,40 @@ async def test_session_duration_limit_closes_with_error(edge_factory: EdgeFactor
 
 # -- bad events: each answered with an error code, the session carries on ----------------------------
 
+
+def _update(session: dict[str, Any]) -> str:
+    return json.dumps({"type": "session.update", "session": {"type": "realtime", **session}})
+
+
+def _append(audio: str) -> str:
+    return json.dumps({"type": "input_audio_buffer.append", "audio": audio})
+
+
 BAD_EVENTS: list[tuple[str, str]] = [
     ("this is not json", "invalid_json"),
     ("[1, 2, 3]", "invalid_json"),
     (json.dumps({"event_id": "e1"}), "missing_type"),
     (json.dumps({"type": "response.teleport"}), "unknown_event"),
     (json.dumps({"type": "input_audio_buffer.append"}), "invalid_value"),
-    (json.dumps({"type": "input_audio_buffer.append", "audio": "%%%not base64%%%"}), "invalid_audio"),
-    (json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(b"\x01\x02\x03").decode()}), "invalid_audio"),
-    (json.dumps({"type": "input_audio_buffer.append", "audio": "A" * 70_000}), "event_too_large"),
+    (_append("%%%not base64%%%"), "invalid_audio"),
+    (_append(base64.b64encode(b"\x01\x02\x03").decode()), "invalid_audio"),
+    (_append("A" * 70_000), "event_too_large"),
     (json.dumps({"type": "input_audio_buffer.commit"}), "input_audio_buffer_commit_empty"),
     (json.dumps({"type": "response.cancel"}), "response_cancel_not_active"),
     (json.dumps({"type": "response.create"}), "no_input"),
-    (json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}}), "invalid_value"),
-    (json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"output": {"format": {"type": "audio/pcmu"}}}}}), "unsupported_audio_format"),
-    (json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": []}}), "invalid_value"),
+    (
+        _update({"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}),
+        "invalid_value",
+    ),
+    (_update({"audio": {"output": {"format": {"type": "audio/pcmu"}}}}), "unsupported_audio_format"),
+    (
+        json.dumps(
+            {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": []}}
+        ),
+        "invalid_value",
+    ),
     (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "unsupported_event"),
-]  # fmt: skip
+]
 
 
 async def test_bad_events_get_error_events_and_session_carries_on(strict_edge: RunningEdge) -> None:
@@ -199,19 +231,30 @@ async def test_bad_events_get_error_events_and_session_carries_on(strict_edge: R
     await ws.send(b"\x00\x01")
     assert (await _next(ws))["error"]["code"] == "invalid_json"
     # Manual turns: the buffer is bounded (max_buffer_s = 1 s here).
-    await ws.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}}))
+    await ws.send(
+        json.dumps(
+            {
+                "type": "session.update",
+                "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}},
+            }
+        )
+    )
     updated = await _next(ws, "session.updated")
     assert updated["session"]["audio"]["input"]["turn_detection"] is None
-    chunk = base64.b64encode(b"\x00\x00" * 24_000 // 2).decode()  # 0.5 s
+    chunk = base64.b64encode(bytes(24_000)).decode()  # 0.5 s of 24 kHz PCM16
     for _ in range(3):
-        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk, "event_id": "evt_full"}))
+        await ws.send(
+            json.dumps({"type": "input_audio_buffer.append", "audio": chunk, "event_id": "evt_full"})
+        )
         await asyncio.sleep(0.2)
     full = await _next(ws, "error")
     assert full["error"]["code"] == "input_audio_buffer_full" and full["error"]["event_id"] == "evt_full"
     # Still the same, working session; and the other session never noticed.
     await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
     assert (await _next(ws))["type"] == "input_audio_buffer.cleared"
-    await bystander.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "hi"}}))
+    await bystander.send(
+        json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "hi"}})
+    )
     assert (await _next(bystander))["type"] == "session.updated"
     await ws.close()
     await bystander.close()

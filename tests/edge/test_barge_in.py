@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 
 from edge.talk import client, stream_audio
+from tests.edge.conftest import session_id
 from tests.fixtures.edge import RunningEdge
 from tests.fixtures.region import RegionFactory
 from wire.audio import CLIENT_RATE, FloatAudio
@@ -34,7 +35,7 @@ async def test_barge_in_stops_audio_and_cancels_region_turn(
     events: list[tuple[float, object]] = []
     async with client(edge.url, edge.api_key).realtime.connect(model="voicemesh") as conn:
         created = await conn.recv()
-        session_id = created.session.model_extra["id"]  # type: ignore[union-attr]
+        sid = session_id(created)
         await conn.session.update(
             session={"type": "realtime", "instructions": "Tell long, detailed stories of many sentences."}
         )
@@ -50,7 +51,7 @@ async def test_barge_in_stops_audio_and_cancels_region_turn(
                     break
         assert talker is not None
         await talker
-        state = await edge.services.sessions.load(session_id)
+        state = await edge.services.sessions.load(sid)
 
     types = [e.type for _, e in events]  # type: ignore[attr-defined]
     assert types.count("input_audio_buffer.speech_started") == 2, types

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import os
+import signal
 from collections.abc import Callable
 
-from edge.talk import talk
+from edge.talk import Reply, client, talk
+from router.settings import RouterSettings
 from tests.edge.conftest import rms
-from tests.fixtures.edge import RunningEdge
+from tests.fixtures.edge import EdgeFactory, RunningEdge
+from tests.fixtures.region import RegionFactory
 from wire.audio import CLIENT_RATE, FloatAudio
 
 
 async def test_no_region_reachable_gets_piper_audio_marked_degraded(
     lonely_edge: RunningEdge, say: Callable[[str], FloatAudio]
 ) -> None:
-    reply = await talk(lonely_edge.url, lonely_edge.api_key, say("Hello, are you there?"), pace=2.0, timeout_s=60)
+    reply = await talk(
+        lonely_edge.url, lonely_edge.api_key, say("Hello, are you there?"), pace=2.0, timeout_s=60
+    )
     assert "error" not in reply.types
     assert reply.status == "completed"
     assert reply.metadata["voicemesh_degraded"] == "true"
@@ -28,7 +36,7 @@ async def test_no_region_reachable_gets_piper_audio_marked_degraded(
 
 async def test_text_turn_degrades_too(lonely_edge: RunningEdge) -> None:
     """A typed message (conversation.item.create + response.create) degrades the same way."""
-    from edge.talk import Reply, client, collect_reply
+    from edge.talk import collect_reply
 
     async with client(lonely_edge.url, lonely_edge.api_key).realtime.connect(model="voicemesh") as conn:
         await conn.recv()
@@ -40,3 +48,52 @@ async def test_text_turn_degrades_too(lonely_edge: RunningEdge) -> None:
     assert reply.types[:2] == ["conversation.item.added", "conversation.item.done"]
     assert reply.metadata["voicemesh_degraded"] == "true"
     assert len(reply.audio) > CLIENT_RATE  # more than half a second of speech
+
+
+async def test_region_stalls_mid_answer_piper_speaks_the_rest(
+    edge_factory: EdgeFactory, region_factory: RegionFactory
+) -> None:
+    """The region sent reply text, then hung (SIGSTOP) before its audio: the edge speaks that text."""
+    region = region_factory("edge-stall")
+    edge = await edge_factory(
+        [region],
+        router_settings=RouterSettings(
+            connect_timeout_s=1.0, first_byte_floor_s=5.0, first_audio_floor_s=20.0, stall_floor_s=3.0
+        ),
+    )
+    stopped = False
+    try:
+        async with client(edge.url, edge.api_key).realtime.connect(model="voicemesh") as conn:
+            await conn.recv()
+            await conn.conversation.item.create(
+                item={
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Tell me a story."}],
+                }
+            )
+            await conn.response.create()
+            reply = Reply()
+            async with asyncio.timeout(90):
+                async for event in conn:
+                    reply.events.append(event)
+                    if event.type == "response.output_audio_transcript.delta" and not stopped:
+                        os.kill(region.pid, signal.SIGSTOP)  # text is flowing; its audio never will
+                        stopped = True
+                    if event.type == "response.output_audio.delta":
+                        reply.audio += base64.b64decode(event.delta)
+                    if event.type == "response.done":
+                        reply.metadata = dict(event.response.metadata or {})
+                        reply.status = event.response.status or ""
+                        break
+    finally:
+        if stopped:
+            os.kill(region.pid, signal.SIGCONT)
+    assert stopped
+    assert reply.status == "completed"
+    assert reply.metadata["voicemesh_degraded"] == "true"
+    text = "".join(e.delta for e in reply.events if e.type == "response.output_audio_transcript.delta")
+    assert (
+        text.strip() and edge.services.settings.hold_message not in text
+    )  # the region's words, not the hold line
+    assert len(reply.audio) > CLIENT_RATE // 2  # Piper audio of the region's text

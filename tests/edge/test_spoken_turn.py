@@ -5,18 +5,19 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
+import numpy as np
 import pydantic
 
-from edge.events import _server_models
-from edge.talk import client, collect_reply, stream_audio
-from tests.edge.conftest import rms
+from edge.events import SERVER_EVENT_MODELS
+from edge.talk import Reply, client, collect_reply, stream_audio
+from tests.edge.conftest import rms, session_id
 from tests.fixtures.edge import RunningEdge
 from wire.audio import CLIENT_RATE, FloatAudio
 
 
 def _strictly_valid(event: object) -> None:
     """The stock client parses loosely; re-validate each SDK-typed event against its model."""
-    model = _server_models.get(event.type)  # type: ignore[attr-defined]
+    model = SERVER_EVENT_MODELS.get(event.type)  # type: ignore[attr-defined]
     if model is not None:
         try:
             model.model_validate(event.model_dump(exclude_unset=True))  # type: ignore[attr-defined]
@@ -24,24 +25,24 @@ def _strictly_valid(event: object) -> None:
             raise AssertionError(f"{event.type} does not match the SDK model: {exc}") from exc  # type: ignore[attr-defined]
 
 
-async def test_spoken_question_gets_spoken_answer(edge: RunningEdge, say: Callable[[str], FloatAudio]) -> None:
-    import numpy as np
-
+async def test_spoken_question_gets_spoken_answer(
+    edge: RunningEdge, say: Callable[[str], FloatAudio]
+) -> None:
     question = say("What is the capital of France?")
     async with client(edge.url, edge.api_key).realtime.connect(model="voicemesh") as conn:
         created = await conn.recv()
         assert created.type == "session.created"
-        session_id = created.session.model_extra["id"]  # type: ignore[union-attr]
-        await conn.session.update(session={"type": "realtime", "instructions": "Answer in one short sentence."})
+        sid = session_id(created)
+        await conn.session.update(
+            session={"type": "realtime", "instructions": "Answer in one short sentence."}
+        )
         updated = await conn.recv()
         assert updated.type == "session.updated"
         assert updated.session.instructions == "Answer in one short sentence."  # type: ignore[union-attr]
         silence = np.zeros(CLIENT_RATE, dtype=np.float32)
         await stream_audio(conn, np.concatenate([question, silence]), pace=1.5)
-        from edge.talk import Reply
-
         reply = await collect_reply(conn, Reply(), timeout_s=90)
-        state = await edge.services.sessions.load(session_id)
+        state = await edge.services.sessions.load(sid)
 
     for event in reply.events:
         _strictly_valid(event)

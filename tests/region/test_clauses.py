@@ -65,7 +65,7 @@ def test_a_long_first_clause_without_punctuation_breaks_at_a_space() -> None:
 
 
 def test_punctuation_only_scraps_are_dropped_and_nothing_is_lost() -> None:
-    assert stream("... Hello there, my good friend. !") == ["Hello there, my good friend."]
+    assert stream("... Hello there, my good friend. !") == ["Hello there,", "my good friend."]
     text = "One, two. Three? Four! Five, six; seven: eight."
     assert " ".join(split_clauses(text)) == text
 

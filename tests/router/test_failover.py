@@ -22,7 +22,7 @@ from tests.fixtures.region import RegionFactory
 from tests.router.conftest import EDGE, FAR, NEAR, Seen, collect, record, text_turn, words
 from wire.audio import float_to_pcm16, read_wav
 from wire.client import ClauseAudio
-from wire.turn import TurnStart
+from wire.turn import TurnAdmitted, TurnStart
 
 pytestmark = pytest.mark.slow
 
@@ -134,6 +134,8 @@ async def test_breaker_opens_then_closes_through_a_half_open_trial(region_factor
         finally:
             os.kill(victim.pid, signal.SIGCONT)
         await asyncio.sleep(settings.breaker_reset_s + 0.2)
+        await router.prober.probe_all()  # the next probe tick (probes are slow in this test)
+        assert router.regions[victim.id].reachable
         trial = await collect(router.run_turn(session, text_turn(max_tokens=20)))
         assert trial.routed == [victim.id] and trial.done is not None and trial.done.status == "completed"
         assert router.breakers.known_state(victim.id) == "closed"
@@ -153,7 +155,7 @@ async def test_residency_session_degrades_instead_of_leaving_its_residency(
             seen.add(ev)
             if isinstance(ev, ClauseAudio) and len(seen.clauses[victim.id]) == 1:
                 os.kill(victim.pid, signal.SIGKILL)
-        # And the next turn of that session: nothing allowed is left, so it degrades at once.
+        # And the next turn of that session: nothing allowed is left, so it degrades too.
         after = await collect(router.run_turn(session, text_turn()))
     assert seen.routed == [victim.id] and outside.id not in seen.routed
     d = seen.degraded
@@ -163,7 +165,7 @@ async def test_residency_session_degrades_instead_of_leaving_its_residency(
     assert d.unvoiced_text == seen.text[victim.id][len(seen.clauses[victim.id][0]) :].strip() or (
         words(d.unvoiced_text) == words(seen.text[victim.id])[len(words(seen.clauses[victim.id][0])) :]
     )
-    assert after.routed == [] and after.degraded is not None
+    assert outside.id not in after.routed and after.degraded is not None and after.done is None
 
 
 async def test_closing_the_stream_cancels_the_region_turn_and_reuses_the_connection(
@@ -188,3 +190,28 @@ async def test_closing_the_stream_cancels_the_region_turn_and_reuses_the_connect
         assert again.done is not None and again.done.status == "completed"
         assert router.pool.handshakes == handshakes  # the drained connection served it
         assert isinstance(again.events[0][1], Routed)
+
+
+async def test_busy_region_fails_over_at_once_without_tripping_its_breaker(
+    region_factory: RegionFactory,
+) -> None:
+    small = region_factory("rt-small", max_concurrent=1, max_queue=0)
+    other = region_factory("rt-survivor")
+    registry = Registry(regions=[record(small, NEAR), record(other, FAR)])
+    async with Router(RouterSettings(location=EDGE, probe_interval_s=60), registry=registry) as router:
+        holder = router.run_turn(SessionRouting("s-hold"), text_turn())
+        async for ev in holder:
+            if isinstance(ev, TurnAdmitted):
+                break  # the region's only slot is taken
+        try:
+            t0 = time.perf_counter()
+            seen = await collect(router.run_turn(SessionRouting("s-busy"), text_turn(max_tokens=20)))
+        finally:
+            await holder.aclose()
+        assert router.breakers.known_state(small.id) == "closed"
+        assert router.breakers.breaker(small.id).fail_counter == 0
+    assert seen.routed == [small.id, other.id]
+    assert seen.failovers[0].reason == "busy"
+    rejected_at = seen.first_time(FailedOver)
+    assert rejected_at is not None and rejected_at - t0 < 1.0
+    assert seen.done is not None and seen.done.status == "completed" and seen.done.region == other.id

@@ -39,7 +39,7 @@ def test_missing_model_says_how_to_fix(fresh_home: Path) -> None:
         model_path("whisper-base")
 
 
-def test_fetch_from_library_assets_into_empty_home(fresh_home: Path) -> None:
+def test_fetch_into_an_empty_home(fresh_home: Path) -> None:
     found = ensure_models(runtime=False, only=("silero-vad",))
     assert (found["silero-vad"] / "silero_vad.onnx").exists()
     assert model_path("silero-vad") == found["silero-vad"]

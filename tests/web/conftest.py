@@ -32,8 +32,17 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 
-QUESTION = "What is the capital of France?"
-"""What the fake microphone says; the test looks for its key words in the page's transcript."""
+QUESTION = "What is the weather like in London today?"
+"""What the fake microphone says; the test looks for its key words in the page's transcript (espeak-ng
+speech that Whisper base hears right: it turns "capital of France" into "capital on friends")."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Talk tests first: then /ops (and its screenshot) shows a region that has served turns."""
+    slots = [i for i, item in enumerate(items) if item.nodeid.startswith("tests/web/")]
+    ordered = sorted((items[i] for i in slots), key=lambda item: "test_ops_page" in item.nodeid)
+    for i, item in zip(slots, ordered, strict=True):
+        items[i] = item
 
 
 def chromium_path() -> str:
@@ -100,7 +109,13 @@ async def web_edge(edge_factory: EdgeFactory, region: RunningRegion) -> RunningE
     edge.router.apply_registry(
         Registry(
             regions=[
-                RegionRecord(id=region.id, url=region.url, location=Location(50.11, 8.68), residency=["eu"]),
+                RegionRecord(
+                    id=region.id,
+                    url=region.url,
+                    location=Location(50.11, 8.68),
+                    residency=["eu"],
+                    capacity=region.max_concurrent,
+                ),
                 RegionRecord(id=dead[0], url=dead[1], location=Location(38.9, -77.04), residency=["us"]),
             ]
         )

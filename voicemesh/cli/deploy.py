@@ -144,6 +144,8 @@ def up(
         die_on_voicemesh_error(exc)
     console.print(f"[green]voicemesh is up[/green]: ws{url[4:]}/v1/realtime  (status: {url}/status)")
     console.print(f"API key: {key}")
+    console.print(f"talk: {url}/#key={key}")
+    console.print(f"ops:  {url}/ops#key={key}")
     if detach:
         console.print("running in the background: `voicemesh down` stops it")
         return

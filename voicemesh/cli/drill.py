@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import TypeVar
 
 import click
-from rich.live import Live
 
-from infra.drills.callers import CallerSettings, CallerState, EdgeTarget
+from infra.drills.callers import CallerSettings, EdgeTarget
 from infra.drills.deployment import Deployment, Report, run_command, voicemesh_bin
-from infra.drills.faults import FaultMark
-from infra.drills.report import load_table, progress_line, summary_table, write_load_report, write_report
+from infra.drills.report import (
+    LiveProgress,
+    load_table,
+    summary_table,
+    write_load_report,
+    write_report,
+)
 from infra.drills.runner import DrillResult, run_drill, run_load
 from infra.drills.scenarios import SCENARIOS, FaultParams
 from infra.drills.slo import Slo, missed
@@ -60,21 +64,6 @@ def _deployment(edge_url: str, api_key: str | None, registry: Path | None, llm_u
 
 def _out_dir(given: Path | None, name: str) -> Path:
     return given or paths.state_dir() / "drills" / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
-
-
-class _Progress:
-    """The live line: rich redraws it from the callers' shared state four times a second."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.state: CallerState | None = None
-        self.faults: list[FaultMark] = []
-
-    def on_state(self, state: CallerState, faults: list[FaultMark]) -> None:
-        self.state, self.faults = state, faults
-
-    def render(self) -> str:
-        return "starting…" if self.state is None else progress_line(self.name, self.state, self.faults)
 
 
 edge_options = [
@@ -152,10 +141,10 @@ def drill(
         fail(f"--at-turn must be between 1 and --turns ({turns})")
     spec = SCENARIOS[scenario]
     folder = _out_dir(out, scenario)
-    live = _Progress(scenario)
+    live = LiveProgress(scenario, console)
     try:
         deployment = _deployment(edge_url, api_key, registry, llm_url)
-        with Live(get_renderable=live.render, console=console, refresh_per_second=4, transient=True):
+        with live:
             result: DrillResult = asyncio.run(
                 run_drill(
                     spec,
@@ -207,10 +196,10 @@ def load(
         steps_at = [int(x) for x in levels.split(",")] if levels else None
     except ValueError:
         fail(f"--levels must be comma-separated integers, not {levels!r}")
-    live = _Progress("load")
+    live = LiveProgress("load", console)
     try:
         deployment = _deployment(edge_url, api_key, registry, llm_url)
-        with Live(get_renderable=live.render, console=console, refresh_per_second=4, transient=True):
+        with live:
             steps = asyncio.run(
                 run_load(
                     deployment,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -51,16 +52,24 @@ def region_registry(regions: tuple[str, ...]) -> object:
 
 
 @edge.command("serve")
-@click.option("--registry", type=click.Path(dir_okay=False), default=None, help="Region registry file (watched).")
-@click.option("--region", "regions", multiple=True, help="[ID=]URL of a region (repeatable), instead of --registry.")
+@click.option(
+    "--registry", type=click.Path(dir_okay=False), default=None, help="Region registry file (watched)."
+)
+@click.option(
+    "--region", "regions", multiple=True, help="[ID=]URL of a region (repeatable), not with --registry."
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
 @click.option("--store-url", default=None, help="redis://... to keep sessions and client secrets in Redis.")
+@click.option("--max-sessions-per-key", default=50, show_default=True, type=int)
+@click.option(
+    "--connect-burst", default=20, show_default=True, type=int, help="Sessions a key may open at once."
+)
 @profile_option
 def serve(
     registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
-    store_url: str | None, profile: str | None,
+    store_url: str | None, max_sessions_per_key: int, connect_burst: int, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
     from edge.server import serve_edge
@@ -76,6 +85,8 @@ def serve(
         console.print(f"no VOICEMESH_API_KEY set: this edge accepts the generated key [bold]{keys[0]}[/bold]")
     settings = edge_settings(profile=profile, host=host, port=port, api_keys=keys, vad_model=vad_model,
                              store_url=store_url)  # fmt: skip
+    limits = replace(settings.limits, max_sessions_per_key=max_sessions_per_key, connect_burst=connect_burst)
+    settings = replace(settings, limits=limits)
 
     async def main(stop: asyncio.Event) -> None:
         reg = region_registry(regions) if regions else None
@@ -91,7 +102,7 @@ def serve(
 @cli.command("talk")
 @click.argument("in_wav", type=click.Path(exists=True, dir_okay=False))
 @click.argument("out_wav", required=False, type=click.Path(dir_okay=False))
-@click.option("--url", default="ws://127.0.0.1:8080/v1", show_default=True, help="The edge's Realtime base URL.")
+@click.option("--url", default="ws://127.0.0.1:8080/v1", show_default=True, help="The edge's Realtime URL.")
 @click.option("--api-key", default=None, help="Default: $VOICEMESH_API_KEY.")
 def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> None:
     """Speak IN.wav to an edge and save the spoken reply (OUT.wav)."""
@@ -108,7 +119,7 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
     try:
         reply = asyncio.run(run_talk(url, key, resample(samples, rate, CLIENT_RATE)))
     except (openai.OpenAIError, OSError, TimeoutError) as exc:
-        fail(f"could not talk to the edge at {url}: {exc!r}; is `voicemesh edge serve` (or `voicemesh up`) running?")
+        fail(f"could not talk to the edge at {url}: {exc!r}; is `voicemesh edge serve` (or `up`) running?")
     errors = [e for e in reply.events if e.type == "error"]
     for e in errors:
         console.print(f"[red]edge error[/red] {e.error.code}: {e.error.message}")
@@ -126,11 +137,13 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
 
 
 @bench.command("edge")
-@click.option("--region-url", default=None, help="A running region for the relay comparison (default: skip it).")
+@click.option("--region-url", default=None, help="A running region for the relay comparison (default: skip).")
 @click.option("--idle", "n_idle", default=1000, show_default=True, type=int, help="Idle sessions to open.")
-@click.option("--streams", "n_streams", default=300, show_default=True, type=int, help="Active audio streams.")
-@click.option("--seconds", default=10.0, show_default=True, type=float, help="Duration of the streams test.")
-@click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay comparison.")
+@click.option(
+    "--streams", "n_streams", default=150, show_default=True, type=int, help="Active audio streams."
+)
+@click.option("--seconds", default=10.0, show_default=True, type=float, help="Length of the streams test.")
+@click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay test.")
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
 @profile_option
 def bench_edge(
@@ -140,6 +153,11 @@ def bench_edge(
     """Idle sessions and memory, active streams per core with batched VAD, relay overhead per chunk."""
     from edge.bench import run_bench
 
-    settings = edge_settings(profile=profile, api_keys=("bench-" + secrets.token_hex(8),), vad_model=vad_model)
-    asyncio.run(run_bench(settings, region_url=region_url, n_idle=n_idle, n_streams=n_streams, seconds=seconds,
-                          n_turns=n_turns, report=progress, out=console.print))  # fmt: skip
+    key = "bench-" + secrets.token_hex(8)
+    settings = edge_settings(profile=profile, api_keys=(key,), vad_model=vad_model)
+    asyncio.run(
+        run_bench(
+            settings, region_url=region_url, n_idle=n_idle, n_streams=n_streams, seconds=seconds,
+            n_turns=n_turns, report=progress, out=console.print,
+        )
+    )  # fmt: skip

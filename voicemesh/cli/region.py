@@ -103,11 +103,11 @@ def serve(
 @click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns per measurement.")
 @click.option(
     "--utterance",
-    default="What is the capital of France? Tell me one thing about it.",
+    default="Please tell me a short story about a cat.",
     show_default=True,
     help="What the espeak-ng speaker says each turn.",
 )
-@click.option("--max-output-tokens", default=80, show_default=True, type=int)
+@click.option("--max-output-tokens", default=60, show_default=True, type=int)
 @profile_option
 def bench_region(
     url: str | None,

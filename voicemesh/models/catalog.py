@@ -24,9 +24,6 @@ class ModelSpec:
     purpose: str
     packages: tuple[str, ...]
     artifacts: tuple[Artifact, ...]
-    source: str = "packages"
-    """``packages``: files come from the pip-installed packages; ``faster_whisper``: from that
-    installed library's own assets."""
 
 
 WHISPER_BASE = ModelSpec(
@@ -98,14 +95,16 @@ PIPER_JOE = ModelSpec(
 
 SILERO_VAD = ModelSpec(
     name="silero-vad",
-    purpose="edge voice activity detection (Silero VAD v6 ONNX, 16 kHz)",
-    packages=(),
-    source="faster_whisper",
+    purpose="edge voice activity detection (Silero VAD v6 ONNX, 16 kHz, batchable state)",
+    # Files only (pip --no-deps): the wheel's Python side needs torch, its ONNX export does not.
+    # This export takes a state batch B, so one call serves every session of an edge; the copy
+    # inside faster-whisper fixes B at 1.
+    packages=("silero-vad==6.2.3",),
     artifacts=(
         Artifact(
             "silero_vad.onnx",
-            ("assets/silero_vad_v6.onnx",),
-            "4cbf549b8326f60f80f2536d9eefeb450a9abe83365a098031c89719f1be17d2",
+            ("silero_vad/data/silero_vad.onnx",),
+            "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
         ),
     ),
 )

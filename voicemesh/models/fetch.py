@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -35,11 +34,6 @@ def model_path(name: str) -> Path:
 
 
 def _source_root(spec: ModelSpec) -> Path:
-    if spec.source == "faster_whisper":
-        found = importlib.util.find_spec("faster_whisper")
-        if found is None or found.origin is None:
-            raise ModelMissing("faster-whisper is not installed: run `pip install -e .` (make setup)")
-        return Path(found.origin).parent
     return paths.packages_dir() / spec.name
 
 
@@ -192,8 +186,7 @@ def ensure_models(
             shutil.rmtree(paths.models_dir() / SMOLLM2_HF, ignore_errors=True)
     for i, spec in enumerate(specs, 1):
         report(f"[{i}/{len(specs)}] {spec.name}: {spec.purpose}")
-        if spec.packages:
-            _install_packages(spec, report)
+        _install_packages(spec, report)
         _assemble(spec, report)
     found = {s.name: paths.models_dir() / s.name for s in specs}
     if runtime and (not only or SMOLLM2_HF in only or SMOLLM2_GGUF.name in only):
