@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,6 +33,15 @@ class CancelToken:
             for options in self._runs:
                 # onnxruntime checks this flag between graph nodes: the run raises within milliseconds.
                 options.terminate = True
+
+    async def settled(self, within_s: float = 0.5) -> bool:
+        """Wait until no ONNX run of this turn is in flight (a terminated run needs a few ms to return)."""
+        deadline = time.perf_counter() + within_s
+        while self._runs:
+            if time.perf_counter() > deadline:
+                return False
+            await asyncio.sleep(0.002)
+        return True
 
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():

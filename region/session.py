@@ -175,6 +175,8 @@ class TurnSession:
         running.turn.cancel.cancel()  # reaches the STT/TTS threads at once
         running.task.cancel()
         await asyncio.wait([running.task])  # its outcome is logged by _log_outcome
+        # The task is gone at once; a TTS thread returns when onnxruntime sees the terminate flag.
+        await running.turn.cancel.settled()
         turn = running.turn
         turn.timings["cancel_s"] = round(time.perf_counter() - t, 4)
         turn.mark("total_s")

@@ -24,13 +24,15 @@ def rank(
     may_admit: Callable[[str], bool],
     exclude: Collection[str] = (),
     sticky: str | None = None,
+    stickiness_s: float = 1.0,
     now: float | None = None,
 ) -> list[tuple[RegionHealth, Score]]:
     """Allowed, reachable regions whose breaker admits a call, best score first.
 
     The session's sticky region goes first while it is healthy (reachable, breaker closed, no
-    recent failure): moving a conversation has a cost (cold caches, a new voice path) that a small
-    score difference does not pay for.
+    recent failure) and not worse than the best by more than ``stickiness_s``: moving a
+    conversation has a cost (cold caches, a new voice path) that a small score difference does
+    not pay for, but a queue at the sticky region while another sits idle does.
     """
     now = time.monotonic() if now is None else now
     out: list[tuple[RegionHealth, Score]] = []
@@ -44,7 +46,7 @@ def rank(
     if sticky is not None:
         for i, (r, sc) in enumerate(out):
             if r.id == sticky:
-                if i and sc.penalty_s < 0.5:
+                if i and sc.penalty_s < 0.5 and sc.total_s - out[0][1].total_s <= stickiness_s:
                     out.insert(0, out.pop(i))
                 break
     return out

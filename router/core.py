@@ -176,6 +176,7 @@ class Router:
             may_admit=self.breakers.may_admit,
             exclude=exclude,
             sticky=self._sticky.get(session.session_id),
+            stickiness_s=self.settings.stickiness_s,
         )
 
     def _stick(self, session_id: str, region: str) -> None:

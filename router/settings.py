@@ -64,4 +64,6 @@ class RouterSettings:
     """Keep an idle connection to this many best regions (the chosen one and the runner-up)."""
     warm_hold_s: float = 120.0
     sticky_sessions_max: int = 100_000
+    stickiness_s: float = 1.0
+    """A session leaves its region when another one scores better by more than this (e.g. a queue)."""
     failover_log_size: int = 50

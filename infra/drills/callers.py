@@ -15,7 +15,7 @@ import base64
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -114,11 +114,19 @@ class TurnRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("arrivals")
+        data["arrivals"] = [[round(at, 3), round(seconds, 4)] for at, seconds in self.arrivals]
         data.update(
             region=self.region, failed_over=self.failed_over, ttfa_s=self.ttfa_s, complete=self.complete
         )
         return data
+
+
+def record_from_json(data: dict[str, Any]) -> TurnRecord:
+    """The inverse of ``TurnRecord.to_json`` (derived fields are recomputed, not read)."""
+    names = {f.name for f in fields(TurnRecord)}
+    rec = TurnRecord(**{k: v for k, v in data.items() if k in names and k != "arrivals"})
+    rec.arrivals = [(float(at), float(seconds)) for at, seconds in data.get("arrivals", [])]
+    return rec
 
 
 def silences(arrivals: Sequence[tuple[float, float]]) -> tuple[list[tuple[float, float]], float]:

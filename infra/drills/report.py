@@ -21,9 +21,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from infra.drills.callers import CallerState, TurnRecord
+from infra.drills.callers import CallerState, TurnRecord, record_from_json
 from infra.drills.faults import FaultMark
 from infra.drills.runner import DrillResult, LoadStep
+from infra.drills.slo import Verdict
 
 DEGRADED_LANE = "edge (degraded)"
 LOST_LANE = "lost"
@@ -105,6 +106,24 @@ def to_json(result: DrillResult) -> dict[str, Any]:
         "turns": [r.to_json() for r in result.records],
         "notes": result.notes,
     }
+
+
+def read_report(path: Path) -> DrillResult:
+    """A drill's ``report.json`` back as a result, e.g. to render it again."""
+    data = json.loads(path.read_text())
+    return DrillResult(
+        scenario=data["scenario"],
+        summary=data["summary"],
+        started=data["started"],
+        duration_s=data["duration_s"],
+        callers=data["callers"],
+        settings=data["settings"],
+        regions=data["regions"],
+        records=[record_from_json(t) for t in data["turns"]],
+        faults=[FaultMark(**f) for f in data["faults"]],
+        verdicts=[Verdict(**v) for v in data["verdicts"]],
+        notes=data.get("notes", []),
+    )
 
 
 def _fault_line(f: FaultMark) -> str:

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import pytest
 from rich.console import Console
 
 from infra.drills.callers import CallerState, TurnRecord
 from infra.drills.faults import FaultMark
-from infra.drills.report import progress_line, summary_table, write_report
+from infra.drills.report import progress_line, read_report, render_markdown, summary_table, write_report
 from infra.drills.runner import DrillResult
 from infra.drills.slo import Slo, evaluate
 
@@ -80,6 +81,12 @@ def test_report_folder_content(tmp_path: Path) -> None:
     assert "**lost** (timeout)" in md
     assert "11.5 s → 19.0 s: **SIGKILL** `us-east`" in md
     assert "![timeline](timeline.png)" in md
+
+    # The JSON holds everything: read back, it renders the same Markdown.
+    again = read_report(files["json"])
+    assert render_markdown(again, "voicemesh drill region-crash --callers 2") == md
+    flat = [x for arrival in result.records[1].arrivals for x in arrival]
+    assert [x for arrival in again.records[1].arrivals for x in arrival] == pytest.approx(flat, abs=1e-3)
 
     png = files["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

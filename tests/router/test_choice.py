@@ -113,6 +113,17 @@ def test_sticky_region_stays_first_while_healthy() -> None:
     assert rank([a, b], residency=None, may_admit=lambda _r: True, sticky="b")[0][0].id == "a"
 
 
+def test_sticky_session_overflows_when_its_region_queues() -> None:
+    a, b = _region("a"), _region("b")
+    a.observe_ttfa(1.0)
+    b.observe_ttfa(1.1)
+    b.observe_probe(HealthReport(queue_depth=3, free_slots=0, capacity=2, estimated_turn_s=6.0), 0.01)
+    a.observe_probe(HealthReport(queue_depth=0, free_slots=2, capacity=2, estimated_turn_s=6.0), 0.01)
+    ranked = rank([a, b], residency=None, may_admit=lambda _r: True, sticky="b")
+    assert ranked[0][0].id == "a", [(r.id, sc) for r, sc in ranked]
+    assert ranked[1][1].queue_wait_s > 1.0
+
+
 def test_deadlines_follow_the_region_latency() -> None:
     r = _region("a", first_byte_floor_s=0.3, first_audio_floor_s=1.0, first_audio_factor=3.0)
     assert r.first_byte_deadline_s() == pytest.approx(0.3)

@@ -62,6 +62,19 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
 @click.option("--store-url", default=None, help="redis://... to keep sessions and client secrets in Redis.")
+@click.option(
+    "--redis-url",
+    envvar="VOICEMESH_REDIS_URL",
+    default=None,
+    help="redis://... to share circuit-breaker state with other edges (default: in memory).",
+)
+@click.option(
+    "--location",
+    envvar="VOICEMESH_EDGE_LOCATION",
+    default="0,0",
+    show_default=True,
+    help="LAT,LON of this edge: the distance prior for regions not measured yet.",
+)
 @click.option("--max-sessions-per-key", default=50, show_default=True, type=int)
 @click.option(
     "--connect-burst", default=20, show_default=True, type=int, help="Sessions a key may open at once."
@@ -69,14 +82,19 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @profile_option
 def serve(
     registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
-    store_url: str | None, max_sessions_per_key: int, connect_burst: int, profile: str | None,
+    store_url: str | None, redis_url: str | None, location: str, max_sessions_per_key: int,
+    connect_burst: int, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
     from edge.server import serve_edge
     from router.core import Router
-    from router.registry import Registry
+    from router.registry import Location, Registry
     from router.settings import RouterSettings
 
+    try:
+        lat, lon = (float(v) for v in location.split(","))
+    except ValueError:
+        fail(f"--location must be LAT,LON (e.g. 50.11,8.68), not {location!r}")
     if not registry and not regions:
         fail("give the regions: --registry FILE (from `voicemesh infra up`) or --region URL")
     keys = api_keys_from_env()
@@ -91,7 +109,10 @@ def serve(
     async def main(stop: asyncio.Event) -> None:
         reg = region_registry(regions) if regions else None
         assert reg is None or isinstance(reg, Registry)
-        router = Router(RouterSettings(registry_path=registry or ""), registry=reg)
+        router_settings = RouterSettings(
+            registry_path=registry or "", location=Location(lat, lon), redis_url=redis_url
+        )
+        router = Router(router_settings, registry=reg)
         await router.start()
         await serve_edge(settings, router, stop=stop, report=progress)
         progress("edge: stopped")

@@ -25,6 +25,8 @@ def _register() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # One line per health probe drowns what matters; keep httpx's own warnings.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     _register()
     cli(prog_name="voicemesh")
 
