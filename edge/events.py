@@ -20,6 +20,10 @@ from wire.errors import BadEvent, ProtocolError
 
 VENDOR_QUEUED = "voicemesh.turn.queued"
 """Sent while a region queues the turn: ``position`` and ``estimated_wait_s``."""
+VENDOR_ROUTED = "voicemesh.turn.routed"
+"""Sent when a region takes the turn (again after a failover): ``region``, ``attempt``."""
+VENDOR_FAILED_OVER = "voicemesh.turn.failed_over"
+"""Sent when the turn leaves a failed region: ``from_region``, ``to_region``, ``reason``."""
 
 
 def _by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from edge.events import VENDOR_QUEUED, new_id, server_event
+from edge.events import VENDOR_FAILED_OVER, VENDOR_QUEUED, VENDOR_ROUTED, new_id, server_event
 from edge.fallback_voice import FallbackVoice
 from router.api import Degraded, FailedOver, Routed, RoutedEvent
 from wire.client import ClauseAudio
@@ -129,11 +129,23 @@ class Response:
                     await self._transcribed(ev.text)
                 elif isinstance(ev, Routed):
                     self.metadata["voicemesh_region"] = ev.region  # the registry's name for it
+                    await self.send(
+                        server_event(VENDOR_ROUTED, response_id=self.id, region=ev.region, attempt=ev.attempt)
+                    )
                 elif isinstance(ev, TurnAdmitted):
                     self.metadata.setdefault("voicemesh_region", ev.region)
                 elif isinstance(ev, FailedOver):
                     self.metadata["voicemesh_failed_over_from"] = ev.from_region
                     self.metadata["voicemesh_region"] = ev.to_region
+                    await self.send(
+                        server_event(
+                            VENDOR_FAILED_OVER,
+                            response_id=self.id,
+                            from_region=ev.from_region,
+                            to_region=ev.to_region,
+                            reason=ev.reason,
+                        )
+                    )
                 elif isinstance(ev, TurnQueued):
                     await self.send(
                         server_event(

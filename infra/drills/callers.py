@@ -367,8 +367,8 @@ class Caller:
         meta = response.get("metadata") or {}
         moved_from = str(meta.get(META_FAILED_OVER_FROM, ""))
         region = str(meta.get(META_REGION, ""))
-        if moved_from:
-            # The edge names the last failover only, without its time: the drill dates it later.
+        if moved_from and not rec.failovers:
+            # The failover events carry the time; the metadata (last failover only) is the fallback.
             rec.add_region(moved_from)
             rec.failovers.append({"at": None, "from": moved_from, "to": region or "edge", "reason": ""})
         rec.add_region(region)
@@ -381,9 +381,9 @@ class Caller:
 
     def _on_vendor(self, kind: str, event: dict[str, Any], rec: TurnRecord, now: float) -> None:
         name = kind.removeprefix(VENDOR_PREFIX)
-        if name == "routed":
+        if name == "turn.routed":
             rec.add_region(str(event.get("region", "")))
-        elif name == "failed_over":
+        elif name == "turn.failed_over":
             rec.failovers.append(
                 {
                     "at": now,

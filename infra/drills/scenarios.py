@@ -58,7 +58,11 @@ class DrillContext:
         )
 
     async def busiest(self, hint: TurnRecord | None = None) -> RegionInfo:
-        """The region with the most running + queued turns (its /health); ties go to the hint's region."""
+        """The region serving the hint's turn (the edge announces it with ``voicemesh.turn.routed``),
+        so the fault lands mid-answer; without one, the most running + queued turns (its /health)."""
+        serving = [r for r in self.regions if hint is not None and r.id == hint.region]
+        if serving:
+            return serving[0]
         healths = await asyncio.gather(*(self.deployment.region_health(r) for r in self.regions))
         hinted = hint.region if hint is not None else ""
 

@@ -60,6 +60,10 @@ async def test_spoken_question_gets_spoken_answer(
     ]
     positions = [types.index(t) for t in order]
     assert positions == sorted(positions), types
+    # The serving region is announced before its audio (drills and the talk page rely on it).
+    routed = [e for e in reply.events if e.type == "voicemesh.turn.routed"]
+    assert routed and routed[0].region == "edge-test", types  # type: ignore[attr-defined]
+    assert types.index("voicemesh.turn.routed") < types.index("response.output_audio.delta")
     assert "conversation.item.input_audio_transcription.completed" in types
     assert "capital" in reply.transcript.lower(), reply.transcript  # Whisper base may mishear "France"
     assert reply.text.strip(), "no transcript deltas of the answer"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
 import click
+import uvloop
 from rich.console import Console
 
 from voicemesh import __version__
@@ -44,3 +48,20 @@ def fail(message: str, *, code: int = 1) -> NoReturn:
 
 def die_on_voicemesh_error(exc: VoicemeshError) -> NoReturn:
     fail(f"{exc.message} [{exc.code}]")
+
+
+def run_until_signal(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``main(stop)`` until SIGINT/SIGTERM sets ``stop``; voicemesh errors end the command cleanly."""
+
+    async def runner() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await main(stop)
+
+    try:
+        # uvloop: less asyncio overhead per WebSocket frame for the servers (docs/benchmarks.md, Edge).
+        uvloop.run(runner())
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)

@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from edge.settings import EdgeSettings
-from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress
-from voicemesh.cli.region import run_until_signal
+from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
 @cli.group()

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 
 import click
 
-from voicemesh.cli.common import cli, die_on_voicemesh_error, profile_option, progress
-from wire.errors import VoicemeshError
+from voicemesh.cli.common import cli, profile_option, progress, run_until_signal
 
 
 @cli.group()
@@ -28,11 +25,7 @@ def serve(profile: str | None, host: str, port: int) -> None:
 
     server = VllmServer(load_profile(profile).llm, host=host, port=port, report=progress)
 
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+    async def main(stop: asyncio.Event) -> None:
         try:
             await server.start()
             progress(f"LLM serving at {server.url} (Ctrl-C to stop)")
@@ -43,10 +36,6 @@ def serve(profile: str | None, host: str, port: int) -> None:
                 t.cancel()
         finally:
             await server.stop()
-
-    try:
-        asyncio.run(run())
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
-    with contextlib.suppress(Exception):
         progress("LLM stopped")
+
+    run_until_signal(main)

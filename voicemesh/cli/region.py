@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import signal
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 import click
 
 from region.settings import AdmissionSettings, RegionSettings
-from voicemesh.cli.common import bench, cli, die_on_voicemesh_error, fail, profile_option, progress
-from wire.errors import VoicemeshError
+from voicemesh.cli.common import bench, cli, fail, profile_option, progress, run_until_signal
 
 
 @cli.group()
@@ -42,22 +39,6 @@ def region_settings(
         region_id=region_id, stt=p.stt, llm=replace(p.llm, url=llm_url), tts=p.tts, host=host, port=port,
         admission=admission,
     )  # fmt: skip
-
-
-def run_until_signal(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
-    """Run ``main(stop)`` until SIGINT/SIGTERM sets ``stop``; voicemesh errors end the command cleanly."""
-
-    async def runner() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await main(stop)
-
-    try:
-        asyncio.run(runner())
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
 
 
 @region.command("serve")
