@@ -231,8 +231,9 @@ class Router:
             outcome = _Outcome()
             t0 = time.perf_counter()
             try:
+                slack = self.settings.last_resort_slack if len(ranked) == 1 else 1.0
                 async with contextlib.aclosing(
-                    self._attempt(region, start, audio, progress, outcome)
+                    self._attempt(region, start, audio, progress, outcome, slack)
                 ) as events:
                     async for ev in events:
                         if failed is not None and isinstance(ev, ClauseAudio):
@@ -267,8 +268,10 @@ class Router:
         audio: bytes | None,
         progress: TurnProgress,
         outcome: _Outcome,
+        slack: float = 1.0,
     ) -> AsyncGenerator[RegionEvent, None]:
-        """One region's try at the turn. Raises a ``RegionError`` to fail over."""
+        """One region's try at the turn, its deadlines stretched by ``slack``. Raises a
+        ``RegionError`` to fail over."""
         if progress.transcript is not None:
             # Failing over (or the edge already knows the words): skip STT, continue after what
             # the user heard.
@@ -289,7 +292,7 @@ class Router:
             loop = asyncio.get_running_loop()
             t0 = loop.time()
             await conn.start(start, audio)
-            deadline = t0 + region.first_byte_deadline_s()
+            deadline = t0 + slack * region.first_byte_deadline_s()
             stage = "first byte"
             last_audio = last_event = t0
             while True:
@@ -359,11 +362,11 @@ class Router:
                 # Every sign of life moves the deadline: while it transcribes, by the region's
                 # time to first audio; once it speaks, by how long it takes to voice what is left.
                 if isinstance(ev, TurnQueued):
-                    deadline = now + ev.estimated_wait_s + region.first_audio_deadline_s()
+                    deadline = now + ev.estimated_wait_s + slack * region.first_audio_deadline_s()
                 elif stage == "transcript":
-                    deadline = now + region.first_audio_deadline_s()
+                    deadline = now + slack * region.first_audio_deadline_s()
                 else:
-                    deadline = now + region.stall_deadline_s(progress.pending_chars)
+                    deadline = now + slack * region.stall_deadline_s(progress.pending_chars)
                 yield ev
         except (GeneratorExit, asyncio.CancelledError):
             # The caller closed the stream (barge-in) mid-turn: cancel the region's turn, then

@@ -52,6 +52,11 @@ class RouterSettings:
     """``redis://...`` shares breaker state between edge replicas; ``None`` keeps it in memory."""
     redis_namespace: str = "voicemesh"
 
+    last_resort_slack: float = 3.0
+    """Deadlines are this many times longer when no other allowed region is left: failing over
+    would only mean the edge's apology, so a slow region is better than none. A hang is still
+    caught at once by a failed health probe (``hang_confirm_s``)."""
+
     # Retries
     max_attempts: int = 3
     """Regions one turn may try (the first included)."""

@@ -158,7 +158,8 @@ Predicate = Callable[[str, TurnRecord], bool]
 
 
 class Moments:
-    """Turn moments (``first_audio``, ``done``) that scenarios wait on to time their faults."""
+    """Turn moments (``first_text``, ``first_audio``, ``done``) that scenarios wait on to time their
+    faults."""
 
     def __init__(self) -> None:
         self._waiters: list[tuple[Predicate, asyncio.Future[TurnRecord]]] = []
@@ -349,6 +350,8 @@ class Caller:
                 self.state.moments.emit("first_audio", rec)
             rec.add_audio(now, seconds)
         elif kind == "response.output_audio_transcript.delta":
+            if not rec.reply and rec.speech_end:
+                self.state.moments.emit("first_text", rec)
             rec.reply += str(event.get("delta", ""))
         elif kind == "conversation.item.input_audio_transcription.completed":
             rec.transcript = str(event.get("transcript", ""))

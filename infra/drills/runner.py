@@ -147,7 +147,7 @@ async def run_drill(
             if not ctx.faults:
                 fault_task.cancel()
                 ctx.notes.append(
-                    f"the fault never fired: no caller reached turn {params.at_turn}'s first audio"
+                    f"the fault never fired: no caller reached turn {params.at_turn}'s {params.at_moment}"
                 )
             await asyncio.gather(fault_task, return_exceptions=True)
         elif (exc := fault_task.exception()) is not None:

@@ -1,7 +1,7 @@
 """The drills: what fault each one injects, on which region, and at which moment of a turn.
 
-Every fault fires at a moment of a turn (by default when the first audio delta of turn ``at_turn``
-reaches a caller, i.e. mid-answer), lasts ``hold_s``, and is undone; ``Undo`` guarantees the undo
+Every fault fires at a moment of a turn (by default when the first words of turn ``at_turn``'s
+answer reach a caller, i.e. mid-answer), lasts ``hold_s``, and is undone; ``Undo`` guarantees the undo
 also runs when the drill is interrupted.
 """
 
@@ -19,7 +19,11 @@ from infra.drills.faults import FaultMark, FaultProxy, Undo, cont, kill_tree, st
 @dataclass(frozen=True)
 class FaultParams:
     at_turn: int = 2
-    """Inject when the first audio delta of this turn (1-based) arrives at any caller."""
+    """Inject during this turn (1-based) of any caller, at ``at_moment``."""
+    at_moment: str = "first_text"
+    """``first_text``: the answer's first words reach the caller, so the region is still writing
+    and speaking it (the fault lands mid-answer); ``first_audio``: its first audio, by which time
+    the edge may already hold a short answer's whole audio."""
     hold_s: float = 8.0
     """How long the fault lasts before it is undone."""
     latency_s: float = 0.6
@@ -54,7 +58,7 @@ class DrillContext:
 
     async def moment(self) -> TurnRecord:
         return await self.state.moments.wait(
-            "first_audio", turn=self.params.at_turn, timeout_s=self.params.moment_timeout_s
+            self.params.at_moment, turn=self.params.at_turn, timeout_s=self.params.moment_timeout_s
         )
 
     async def busiest(self, hint: TurnRecord | None = None) -> RegionInfo:
@@ -96,7 +100,9 @@ async def _crash(ctx: DrillContext) -> None:
     rec = await ctx.moment()
     region = await ctx.busiest(rec)
     killed = kill_tree(ctx.deployment.pid(region))
-    i = ctx.mark("SIGKILL", region.id, f"pids {killed} at caller {rec.caller} turn {rec.turn} first audio")
+    i = ctx.mark(
+        "SIGKILL", region.id, f"pids {killed} at caller {rec.caller} turn {rec.turn} {ctx.params.at_moment}"
+    )
     ctx.undo.push("restore", lambda: ctx.deployment.restore(ctx.report))
     await asyncio.sleep(ctx.params.hold_s)
     ctx.undo.pop("restore")
@@ -114,7 +120,9 @@ async def _hang(ctx: DrillContext) -> None:
 
     stop(pid)
     ctx.undo.push("sigcont", resume)
-    i = ctx.mark("SIGSTOP", region.id, f"pid {pid} at caller {rec.caller} turn {rec.turn} first audio")
+    i = ctx.mark(
+        "SIGSTOP", region.id, f"pid {pid} at caller {rec.caller} turn {rec.turn} {ctx.params.at_moment}"
+    )
     try:
         await asyncio.sleep(ctx.params.hold_s)
     finally:

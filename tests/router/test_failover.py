@@ -99,6 +99,29 @@ async def test_sigstop_fails_over_at_the_first_byte_deadline(region_factory: Reg
     assert seen.done is not None and seen.done.status == "completed" and seen.clauses.get(survivor.id)
 
 
+async def test_last_region_gets_slack_instead_of_degrading(region_factory: RegionFactory) -> None:
+    """With nowhere to fail over to, a region that stalls past its first-byte deadline (but not
+    past the stretched one) still serves the turn: a late answer beats the edge's apology."""
+    only = region_factory("rt-hang")
+    registry = Registry(regions=[record(only, NEAR)])
+    settings = RouterSettings(location=EDGE, probe_interval_s=60)
+    async with Router(settings, registry=registry) as router:
+        warm = await collect(router.run_turn(SessionRouting("s-slack"), text_turn(max_tokens=20)))
+        assert warm.done is not None
+        deadline = router.regions[only.id].first_byte_deadline_s()
+        stall_s = deadline * 1.5
+        assert stall_s < deadline * settings.last_resort_slack
+        os.kill(only.pid, signal.SIGSTOP)
+        resume = asyncio.get_running_loop().call_later(stall_s, os.kill, only.pid, signal.SIGCONT)
+        try:
+            seen = await collect(router.run_turn(SessionRouting("s-slack"), text_turn(max_tokens=20)))
+        finally:
+            resume.cancel()
+            os.kill(only.pid, signal.SIGCONT)
+    assert seen.degraded is None, seen.degraded
+    assert seen.routed == [only.id] and seen.done is not None and seen.done.status == "completed"
+
+
 async def test_breaker_opens_then_closes_through_a_half_open_trial(region_factory: RegionFactory) -> None:
     """A residency-limited session on a hung region: it degrades (never leaves its residency),
     the breaker opens after the threshold, and the recovered region closes it with a trial turn."""

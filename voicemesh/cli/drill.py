@@ -95,7 +95,15 @@ def _with_edge_options(f: F) -> F:
     "--callers", default=2, show_default=True, help="Concurrent callers (region-saturated: derived)."
 )
 @click.option("--turns", default=3, show_default=True, help="Turns per caller.")
-@click.option("--at-turn", default=2, show_default=True, help="Fault fires at this turn's first audio delta.")
+@click.option("--at-turn", default=2, show_default=True, help="Fault fires during this turn.")
+@click.option(
+    "--at",
+    "at_moment",
+    type=click.Choice(["first_text", "first_audio"]),
+    default="first_text",
+    show_default=True,
+    help="The moment of that turn: its first words (region still working) or its first audio.",
+)
 @click.option("--hold", "hold_s", default=8.0, show_default=True, help="Seconds the fault lasts.")
 @click.option("--latency-ms", default=600, show_default=True, help="region-slow: added per chunk, each way.")
 @click.option("--flaps", default=3, show_default=True, help="region-flap: down/up cycles.")
@@ -110,6 +118,7 @@ def drill(
     callers: int,
     turns: int,
     at_turn: int,
+    at_moment: str,
     hold_s: float,
     latency_ms: int,
     flaps: int,
@@ -152,7 +161,11 @@ def drill(
                     callers=callers,
                     caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
                     params=FaultParams(
-                        at_turn=at_turn, hold_s=hold_s, latency_s=latency_ms / 1000, flaps=flaps
+                        at_turn=at_turn,
+                        at_moment=at_moment,
+                        hold_s=hold_s,
+                        latency_s=latency_ms / 1000,
+                        flaps=flaps,
                     ),
                     slo=Slo(max_lost, max_failover_gap, max_fault_p95_ttfa, max_degraded),
                     speech_dir=paths.state_dir() / "drills" / "speech",
