@@ -68,17 +68,16 @@ class DrillContext:
         if serving:
             return serving[0]
         healths = await asyncio.gather(*(self.deployment.region_health(r) for r in self.regions))
-        hinted = hint.region if hint is not None else ""
 
-        def busy(item: tuple[RegionInfo, dict[str, object] | None]) -> tuple[float, bool]:
-            region, health = item
+        def busy(item: tuple[RegionInfo, dict[str, object] | None]) -> float:
+            _, health = item
             h = health or {}
             active = h.get("active", 0)
             queued = h.get("queue_depth", 0)
             load = (active if isinstance(active, int | float) else 0) + (
                 queued if isinstance(queued, int | float) else 0
             )
-            return float(load), region.id == hinted
+            return float(load)
 
         return max(zip(self.regions, healths, strict=True), key=busy)[0]
 

@@ -16,10 +16,6 @@ from edge.vad import CHUNK, CHUNK_MS, VadBatcher
 from wire.audio import read_wav
 
 
-def _vad_models(models: dict[str, Path]) -> list[str]:
-    return [str(models["silero-vad"] / "silero_vad.onnx")]
-
-
 @pytest.fixture(scope="module")
 def utterance(speech: Callable[..., Path]) -> np.ndarray:
     samples, rate = read_wav(speech("Turn on the kitchen lights, please.", rate=16_000))
@@ -30,32 +26,29 @@ def utterance(speech: Callable[..., Path]) -> np.ndarray:
 async def test_batched_vad_matches_per_stream_and_batches(
     models: dict[str, Path], utterance: np.ndarray
 ) -> None:
-    for model_path in _vad_models(models):
-        batcher = VadBatcher(model_path)
-        try:
-            n_streams = 24
-            chunks = utterance.reshape(-1, CHUNK)
-            # Each stream starts at a different offset, so a batch mixes speech and silence.
-            offsets = [(7 * i) % len(chunks) for i in range(n_streams)]
+    batcher = VadBatcher(str(models["silero-vad"] / "silero_vad.onnx"))
+    try:
+        n_streams = 24
+        chunks = utterance.reshape(-1, CHUNK)
+        # Each stream starts at a different offset, so a batch mixes speech and silence.
+        offsets = [(7 * i) % len(chunks) for i in range(n_streams)]
 
-            async def run(
-                offset: int, batcher: VadBatcher = batcher, chunks: np.ndarray = chunks
-            ) -> list[float]:
-                stream = batcher.stream()
-                order = np.roll(chunks, -offset, axis=0)
-                return [await stream.probability(c) for c in order]
+        async def run(offset: int) -> list[float]:
+            stream = batcher.stream()
+            order = np.roll(chunks, -offset, axis=0)
+            return [await stream.probability(c) for c in order]
 
-            together = await asyncio.gather(*(run(o) for o in offsets))
-            stats = batcher.stats
-            assert stats.chunks == n_streams * len(chunks)
-            assert stats.largest > 1 and stats.calls < stats.chunks / 4, stats
-            alone = [await run(o) for o in offsets[:3]]  # one stream at a time: batches of one
-            for a, b in zip(alone, together[:3], strict=True):
-                np.testing.assert_allclose(a, b, atol=1e-4)
-            probs = np.array(together[0])
-            assert probs.max() > 0.8 and probs[:5].max() < 0.3  # speech found, leading silence not
-        finally:
-            await batcher.aclose()
+        together = await asyncio.gather(*(run(o) for o in offsets))
+        stats = batcher.stats
+        assert stats.chunks == n_streams * len(chunks)
+        assert stats.largest > 1 and stats.calls < stats.chunks / 4, stats
+        alone = [await run(o) for o in offsets[:3]]  # one stream at a time: batches of one
+        for a, b in zip(alone, together[:3], strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-4)
+        probs = np.array(together[0])
+        assert probs.max() > 0.8 and probs[:5].max() < 0.3  # speech found, leading silence not
+    finally:
+        await batcher.aclose()
 
 
 def test_turn_detector_hysteresis_padding_and_silence() -> None:

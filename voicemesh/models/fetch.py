@@ -33,10 +33,6 @@ def model_path(name: str) -> Path:
     return path
 
 
-def _source_root(spec: ModelSpec) -> Path:
-    return paths.packages_dir() / spec.name
-
-
 def _install_packages(spec: ModelSpec, report: Report) -> None:
     target = paths.packages_dir() / spec.name
     marker = target / ".installed"
@@ -73,7 +69,7 @@ def _assemble(spec: ModelSpec, report: Report) -> None:
     if verified.exists() and all((out_dir / a.dest).exists() for a in spec.artifacts):
         return
     out_dir.mkdir(parents=True, exist_ok=True)
-    root = _source_root(spec)
+    root = paths.packages_dir() / spec.name
     for art in spec.artifacts:
         sources = [root / s for s in art.sources]
         missing = [str(s) for s in sources if not s.exists()]
