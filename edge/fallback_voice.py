@@ -7,12 +7,12 @@ Synthesis runs on a worker thread: the event loop keeps serving every other sess
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from wire.audio import CLIENT_RATE, float_to_pcm16, resample
 from wire.errors import ModelMissing
+from wire.text import split_sentences
 
 
 class FallbackVoice:
@@ -49,10 +49,7 @@ class FallbackVoice:
         ]
         # Piper splits sentences itself but does not hand back their text: split the same way, and
         # fall back to one clause when the two splits disagree.
-        sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
+        sentences = split_sentences(text)
         if len(sentences) == len(out):
             return list(zip(sentences, out, strict=True))
         return [(text, b"".join(out))]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 from edge.settings import LimitSettings
 from wire.errors import ProtocolError
+from wire.rates import TokenBucket
 
 
 class RateLimited(ProtocolError):
@@ -15,25 +15,6 @@ class RateLimited(ProtocolError):
 
 class TooManySessions(ProtocolError):
     code = "session_limit_exceeded"
-
-
-class TokenBucket:
-    """``rate`` tokens a second, holding at most ``burst``."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = rate
-        self.burst = float(burst)
-        self._tokens = float(burst)
-        self._at = time.monotonic()
-
-    def take(self, n: float = 1.0) -> bool:
-        now = time.monotonic()
-        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-        self._at = now
-        if self._tokens < n:
-            return False
-        self._tokens -= n
-        return True
 
 
 class KeyLimits:
@@ -48,10 +29,10 @@ class KeyLimits:
         bucket = self._buckets.get(key_id)
         if bucket is None:
             bucket = self._buckets[key_id] = TokenBucket(
-                self._limits.connect_rate_per_s, self._limits.connect_burst
+                rate_per_s=self._limits.connect_rate_per_s, burst=self._limits.connect_burst
             )
         if not bucket.take():
-            raise RateLimited(f"too many requests for this key; retry in {1 / bucket.rate:.1f} s")
+            raise RateLimited(f"too many requests for this key; retry in {1 / bucket.rate_per_s:.1f} s")
 
     def active(self, key_id: str) -> int:
         return self._active.get(key_id, 0)

@@ -28,13 +28,14 @@ from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
 from edge.events import error_event, new_id, parse_client_event, server_event
 from edge.input_audio import InputAudio
-from edge.limits import RateLimited, TokenBucket
+from edge.limits import RateLimited
 from edge.response import Response, Send
 from edge.services import EdgeServices
 from edge.state import SessionState, TurnDetection
 from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
 from router.api import SessionRouting
 from wire.errors import BadAudio, BadEvent, ProtocolError
+from wire.rates import TokenBucket
 from wire.turn import Message, TurnStart
 
 MIN_COMMIT_MS = 100
@@ -52,7 +53,7 @@ class RealtimeSession:
         self.state = state
         self._send = send
         limits = services.settings.limits
-        self._bucket = TokenBucket(limits.events_per_s, limits.events_burst)
+        self._bucket = TokenBucket(rate_per_s=limits.events_per_s, burst=limits.events_burst)
         self.audio = InputAudio(
             services.vad.stream(),
             TurnDetector(state.turn_detection) if state.turn_detection else None,

@@ -19,12 +19,12 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from region.cancel import CancelToken
-from region.clauses import ClauseChunker
 from region.llm import LlmClient
 from region.stt import Transcriber
 from region.tts import Synthesizer
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
+from wire.text import ClauseChunker
 from wire.turn import AudioClause, TextDelta, Transcript, TurnStart
 
 PipelineEvent = Transcript | TextDelta | ClauseAudio

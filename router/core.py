@@ -4,7 +4,7 @@ A turn fails over on a connect failure, a missed deadline (first byte, first aud
 mid-answer; each derived from the region's own latency), a ``busy`` answer, a region-side turn
 error, or the connection dropping mid-answer. The next region gets the transcript (no second STT)
 and the text the user already heard, and continues after it. Failovers are bounded per turn and
-across turns (``RetryBudget``). With no allowed region left the turn ends in ``Degraded``.
+across turns (a ``TokenBucket``). With no allowed region left the turn ends in ``Degraded``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from router.continuation import TurnProgress
 from router.health import HealthProber, RegionHealth, Score
 from router.pool import ConnectionPool
 from router.registry import Registry, RegistryWatcher, load_registry
-from router.retry_budget import RetryBudget
 from router.settings import RouterSettings
 from wire.client import ClauseAudio, RegionConnection, RegionEvent
 from wire.errors import (
@@ -46,6 +45,7 @@ from wire.errors import (
     ResidencyRefused,
     UnknownVoice,
 )
+from wire.rates import TokenBucket
 from wire.turn import (
     TextDelta,
     Transcript,
@@ -105,7 +105,7 @@ class Router:
         self.prober.on_probed = lambda: self.pool.rewarm(
             lambda r: r in self._regions and self._regions[r].reachable and self.breakers.may_admit(r)
         )
-        self.budget = RetryBudget(rate_per_s=settings.retry_budget_per_s, burst=settings.retry_budget_burst)
+        self.budget = TokenBucket(rate_per_s=settings.retry_budget_per_s, burst=settings.retry_budget_burst)
         self._sticky: OrderedDict[str, str] = OrderedDict()
         self.failovers: deque[dict[str, object]] = deque(maxlen=settings.failover_log_size)
         self.degraded_count = 0
@@ -210,7 +210,7 @@ class Router:
                 reason = failed.code if isinstance(failed, RegionBusy) else self._nothing_left_reason(session)
             elif attempt >= self.settings.max_attempts:
                 reason = "retry_limit"
-            elif attempt and not self.budget.try_spend():
+            elif attempt and not self.budget.take():
                 reason = "retry_budget_exhausted"
             if reason:
                 yield self._degrade(session, start, progress, tried, reason, failed)

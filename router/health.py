@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import httpx
 import msgspec
 
-from router.ewma import DecayingCounter, DecayingEwma
 from router.registry import Location, RegionRecord
 from router.settings import RouterSettings
+from wire.rates import DecayingCounter, DecayingEwma
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,9 @@ import pytest
 
 from router.choice import rank, residency_allows
 from router.continuation import TurnProgress, unvoiced_rest
-from router.ewma import DecayingCounter, DecayingEwma
+from wire.rates import DecayingCounter, DecayingEwma, TokenBucket
 from router.health import HealthReport, RegionHealth, distance_km
 from router.registry import Location, RegionRecord
-from router.retry_budget import RetryBudget
 from router.settings import RouterSettings
 
 FRANKFURT = Location(50.11, 8.68)
@@ -135,11 +134,11 @@ def test_deadlines_follow_the_region_latency() -> None:
 
 
 def test_retry_budget_refills_and_refuses() -> None:
-    b = RetryBudget(rate_per_s=1.0, burst=2.0)
-    assert b.try_spend(now=b._at) and b.try_spend(now=b._at)
-    assert not b.try_spend(now=b._at)
+    b = TokenBucket(rate_per_s=1.0, burst=2.0)
+    assert b.take(now=b._at) and b.take(now=b._at)
+    assert not b.take(now=b._at)
     assert b.refused == 1
-    assert b.try_spend(now=b._at + 1.0)
+    assert b.take(now=b._at + 1.0)
     assert b.available(now=b._at + 100) == 2.0  # capped at the burst
 
 

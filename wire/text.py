@@ -1,4 +1,4 @@
-"""Cut the assistant's streamed text into clauses that TTS can speak one at a time.
+"""Cut text into clauses or sentences that TTS can speak one at a time (the region and the edge).
 
 The first clause ends at the first comma or sentence boundary once it has a sensible minimum
 length, so the first audio starts early; later clauses end at sentence boundaries, so prosody
@@ -49,6 +49,8 @@ class ClauseChunker:
     """With no boundary by then, the first clause ends at the last space (keeps first audio early)."""
     max_chars: int = 250
     """Any clause longer than this ends at its last comma or space."""
+    first_at_pauses: bool = True
+    """Whether the first clause may end at a comma (early first audio); off: sentences only."""
     _buf: str = field(default="", init=False)
     _emitted: int = field(default=0, init=False)
 
@@ -73,7 +75,7 @@ class ClauseChunker:
     def _next(self) -> str | None:
         """The next complete clause; ``""`` for a punctuation-only scrap; ``None`` when none is complete."""
         first = self._emitted == 0
-        for m in (_CLAUSE_END if first else _SENTENCE_END).finditer(self._buf):
+        for m in (_CLAUSE_END if first and self.first_at_pauses else _SENTENCE_END).finditer(self._buf):
             mark = m.group(0).rstrip(_CLOSERS)
             before = self._buf[: m.start()]
             if mark == "." and _is_abbreviation(before):
@@ -101,9 +103,14 @@ class ClauseChunker:
         return clause if any(c.isalnum() for c in clause) else ""
 
 
-def split_clauses(text: str, **options: int) -> list[str]:
+def split_clauses(text: str, **options: int | bool) -> list[str]:
     """Chunk a whole text at once, exactly as it would be chunked while streaming."""
-    chunker = ClauseChunker(**options)
+    chunker = ClauseChunker(**options)  # type: ignore[arg-type]
     clauses = chunker.feed(text)
     last = chunker.flush()
     return [*clauses, last] if last else clauses
+
+
+def split_sentences(text: str) -> list[str]:
+    """Whole sentences only: no comma breaks and no length cap (the edge's fallback voice)."""
+    return split_clauses(text, first_at_pauses=False, max_first_chars=1 << 30, max_chars=1 << 30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from region.clauses import ClauseChunker, split_clauses
+from wire.text import ClauseChunker, split_clauses
 
 
 def stream(text: str, step: int = 1) -> list[str]:

@@ -1,4 +1,4 @@
-"""Time-decayed averages: old samples fade with wall-clock age, not with sample count.
+"""Rates and averages every tier needs: one token bucket, one time-decayed EWMA, one decaying count.
 
 A region that served one turn a minute ago and nothing since must not be judged by that turn as if
 it were fresh; a per-sample EWMA would do that. Here a sample's weight falls as ``exp(-age/tau)``.
@@ -61,3 +61,35 @@ class DecayingCounter:
 
     def reset(self) -> None:
         self._value = 0.0
+
+
+class TokenBucket:
+    """``rate_per_s`` tokens a second, holding at most ``burst``; ``take()`` spends one if it can.
+
+    The edge limits events and sessions per key with it; the router bounds failovers across all
+    turns with it (a failover storm cannot multiply the load on the regions that are left).
+    """
+
+    __slots__ = ("_at", "_tokens", "burst", "rate_per_s", "refused")
+
+    def __init__(self, *, rate_per_s: float, burst: float) -> None:
+        self.rate_per_s = rate_per_s
+        self.burst = float(burst)
+        self._tokens = float(burst)
+        self._at = time.monotonic()
+        self.refused = 0
+        """How many ``take()`` calls found the bucket empty."""
+
+    def available(self, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        return min(self.burst, self._tokens + (now - self._at) * self.rate_per_s)
+
+    def take(self, n: float = 1.0, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        self._tokens = self.available(now)
+        self._at = now
+        if self._tokens >= n:
+            self._tokens -= n
+            return True
+        self.refused += 1
+        return False
