@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make up     install everything, then run the local deployment (regions + edge) in the foreground
 #   make test   install everything, then lint, type-check and run the whole test suite
+# While developing: make test-fast (lint, types and the tests that need no model: under a minute).
 # Both are idempotent: models and runtimes are cached per user (~/.cache/voicemesh).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 APT_PACKAGES := espeak-ng sox redis-server chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages python-env models up down test lint typecheck pytest bench clean
+.PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean
 
 setup: system-packages python-env models
 
@@ -44,6 +45,7 @@ down: python-env
 lint: python-env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/deptry .
 
 typecheck: python-env
 	$(BIN)/mypy
@@ -51,7 +53,12 @@ typecheck: python-env
 pytest: setup
 	$(BIN)/pytest -ra $(PYTEST_ARGS)
 
+pytest-fast: python-env
+	$(BIN)/pytest -ra -m "not slow" $(PYTEST_ARGS)
+
 test: setup lint typecheck pytest
+
+test-fast: lint typecheck pytest-fast
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

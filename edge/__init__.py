@@ -1,10 +1,22 @@
 """voicemesh edge tier: the OpenAI-Realtime WebSocket clients talk to.
 
 ``edge.app.create_app`` (Litestar) serves ``/v1/realtime``, ``/v1/realtime/client_secrets``,
-``/status`` and ``/health``; ``edge.server.serve_edge`` runs it. Per session, ``edge.session``
-handles client events, ``edge.input_audio`` + ``edge.vad`` (batched Silero) + ``edge.turn_detector``
-find turns, and ``edge.response`` relays a ``router.api.TurnRouter``'s events as Realtime events,
-falling back to ``edge.fallback_voice`` (Piper) when no region can answer.
+``/status``, ``/health`` and ``/metrics`` (``edge.metrics`` plus the router's); ``edge.server.serve_edge``
+runs it. ``edge.services.EdgeServices`` holds what sessions share: a ``router.api.TurnRouter`` and the
+models behind ``edge.protocols`` (``edge.vad``: batched Silero; ``edge.fallback_voice``: Piper).
+
+One session (``edge.session``: reads and dispatches client events):
+
+* ``edge.session_update``: ``session.update`` -> ``SessionState`` -> ``session.updated``
+* ``edge.input_turns``: input audio (``edge.input_audio``), VAD turns (``edge.turn_detector``), commits
+* ``edge.conversation``: items, the ``previous_item_id`` chain, the history (its only writer)
+* ``edge.response_lifecycle``: starts, cancels and finishes the session's one ``edge.response``
+
+One response (``edge.response``): ``edge.relay`` interprets the router's events, ``edge.playback``
+paces the audio like playback, ``edge.response_frames`` frames the Realtime events, and
+``edge.fallback_reply`` speaks with the edge's own voice when no region can answer.
+
+``edge.testing`` drives a real session with client event JSON and in-memory stand-ins.
 
 Vendor additions stay within what the stock ``openai`` client accepts:
 

@@ -4,6 +4,7 @@
 * ``POST /v1/realtime/client_secrets``  mint a short-lived ``ek_`` secret from an API key
 * ``GET /status``  the router's view of the regions plus the edge's own counters (authenticated)
 * ``GET /health``  liveness, unauthenticated
+* ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
 
 Refusals at the handshake are real HTTP responses (401 bad credentials, 429 limits) sent through
 the ASGI WebSocket denial-response extension, with a JSON body saying why.
@@ -15,7 +16,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,11 +27,12 @@ from litestar.status_codes import HTTP_401_UNAUTHORIZED, HTTP_429_TOO_MANY_REQUE
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
 from edge.auth import KEY_SUBPROTOCOL, Principal, bearer_token
-from edge.events import error_event, new_id
+from edge.events import error_event
 from edge.limits import RateLimited, TooManySessions
+from edge.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
 from edge.services import EdgeServices
 from edge.session import RealtimeSession
-from edge.state import SessionState, TurnDetection
+from edge.session_update import initial_state
 from edge.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/web.py)
 from wire.errors import ProtocolError, VoicemeshError
 
@@ -97,20 +98,7 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
 
 async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal) -> None:
     settings = services.settings
-    vad = settings.vad
-    state = SessionState(
-        id=new_id("sess"),
-        key_id=principal.key_id,
-        model=socket.query_params.get("model", ""),
-        voice=settings.default_voice,
-        instructions=settings.default_instructions,
-        turn_detection=TurnDetection(
-            threshold=vad.threshold,
-            prefix_padding_ms=vad.prefix_padding_ms,
-            silence_duration_ms=vad.silence_duration_ms,
-        ),
-        created_at=time.time(),
-    )
+    state = initial_state(settings, key_id=principal.key_id, model=socket.query_params.get("model", ""))
     lock = asyncio.Lock()
 
     async def send(text: str) -> None:
@@ -122,6 +110,7 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
 
     session = RealtimeSession(services, state, send)
     services.open_sessions += 1
+    SESSIONS_OPEN.inc()
     try:
         await services.sessions.save(state)
         await session.open()
@@ -136,6 +125,7 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
         pass
     finally:
         services.open_sessions -= 1
+        SESSIONS_OPEN.dec()
         await session.close()
         with contextlib.suppress(Exception):
             await services.sessions.delete(state.id)
@@ -190,17 +180,8 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
         await _authenticate(request, [])
     except ProtocolError as exc:
         raise HTTPException(status_code=_status_for(exc), detail=exc.message) from exc
-    vad = services.vad.stats
     return {
-        "edge": {
-            "open_sessions": services.open_sessions,
-            "vad": {
-                "batched": services.vad.model.batched,
-                "calls": vad.calls,
-                "chunks": vad.chunks,
-                "largest_batch": vad.largest,
-            },
-        },
+        "edge": {"open_sessions": services.open_sessions, "vad": services.vad.status()},
         "router": services.router.status(),
     }
 
@@ -208,6 +189,11 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
 @get("/health")
 async def health() -> dict[str, str]:
     return {"status": "ok"}
+
+
+@get("/metrics", sync_to_thread=False)
+def metrics() -> HttpResponse[bytes]:
+    return HttpResponse(render(), media_type=CONTENT_TYPE)
 
 
 def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpResponse[dict[str, Any]]:
@@ -223,7 +209,7 @@ def create_app(services: EdgeServices) -> Litestar:
         await services.aclose()
 
     return Litestar(
-        route_handlers=[realtime, client_secrets, status, health, *web_route_handlers()],  # issue 7
+        route_handlers=[realtime, client_secrets, status, health, metrics, *web_route_handlers()],  # issue 7
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},

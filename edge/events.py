@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
@@ -17,6 +18,9 @@ from openai.types.realtime import realtime_server_event as rse
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
 from wire.errors import BadEvent, ProtocolError
+
+Send = Callable[[str], Awaitable[None]]
+"""Sends one server event (JSON text) to the session's client."""
 
 VENDOR_QUEUED = "voicemesh.turn.queued"
 """Sent while a region queues the turn: ``position`` and ``estimated_wait_s``."""

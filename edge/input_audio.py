@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge.protocols import CHUNK, SpeechProbability
 from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
-from edge.vad import CHUNK, VadStream
 from wire.audio import CLIENT_RATE, STT_RATE, Resampler, float_to_pcm16, pcm16_to_float
 from wire.errors import BadAudio
 
@@ -18,7 +18,7 @@ MS = STT_RATE // 1000
 
 
 class InputAudio:
-    def __init__(self, vad: VadStream, detector: TurnDetector | None, *, max_buffer_s: float) -> None:
+    def __init__(self, vad: SpeechProbability, detector: TurnDetector | None, *, max_buffer_s: float) -> None:
         self._vad = vad
         self.detector = detector
         self._resampler = Resampler(CLIENT_RATE, STT_RATE)

@@ -1,4 +1,9 @@
-"""What every session of an edge process shares: router, batched VAD, fallback voice, stores, limits."""
+"""What every session of an edge process shares: router, VAD, fallback voice, stores, limits.
+
+The models come in behind ``edge.protocols`` (and the router behind ``router.api.TurnRouter``):
+``EdgeServices.build`` wires the real ones from settings, ``edge.testing.memory_services`` in-memory
+stand-ins.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from dataclasses import dataclass, field
 from edge.auth import Authenticator
 from edge.fallback_voice import FallbackVoice
 from edge.limits import KeyLimits
+from edge.protocols import FallbackSpeaker, Vad
 from edge.settings import EdgeSettings
 from edge.state import SessionStore, open_store
 from edge.vad import VadBatcher
@@ -19,8 +25,8 @@ from router.api import TurnRouter
 class EdgeServices:
     settings: EdgeSettings
     router: TurnRouter
-    vad: VadBatcher
-    fallback: FallbackVoice
+    vad: Vad
+    fallback: FallbackSpeaker
     sessions: SessionStore
     auth: Authenticator
     limits: KeyLimits
@@ -30,12 +36,22 @@ class EdgeServices:
 
     @classmethod
     def build(cls, settings: EdgeSettings, router: TurnRouter) -> EdgeServices:
+        """The real thing: batched Silero VAD and Piper from the settings' model paths."""
+        return cls.with_models(
+            settings, router, vad=VadBatcher(settings.vad_model), fallback=FallbackVoice(settings.piper_model)
+        )
+
+    @classmethod
+    def with_models(
+        cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker
+    ) -> EdgeServices:
+        """Services around the given router, VAD and fallback voice; stores as the settings say."""
         store = open_store(settings.store_url)
         return cls(
             settings=settings,
             router=router,
-            vad=VadBatcher(settings.vad_model),
-            fallback=FallbackVoice(settings.piper_model),
+            vad=vad,
+            fallback=fallback,
             sessions=SessionStore(store, ttl_s=int(settings.limits.max_session_s) + 600),
             auth=Authenticator(settings, store),
             limits=KeyLimits(settings.limits),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edge.protocols import CHUNK_MS
 from edge.state import TurnDetection
-from edge.vad import CHUNK_MS
 
 
 @dataclass(frozen=True, slots=True)

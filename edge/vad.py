@@ -14,22 +14,17 @@ second runs stream by stream inside the same tick (``batched`` tells which).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 import onnxruntime as ort
 
+from edge.protocols import CHUNK, CHUNK_MS, CONTEXT, F32, RATE
 from wire.errors import ModelMissing
+from wire.tasks import cancel_and_wait
 
-CHUNK = 512
-CONTEXT = 64
-RATE = 16_000
-CHUNK_MS = CHUNK * 1000 // RATE
-
-F32 = npt.NDArray[np.float32]
+__all__ = ["CHUNK", "CHUNK_MS", "BatchStats", "SileroModel", "VadBatcher", "VadStream"]
 
 
 class SileroModel:
@@ -103,6 +98,14 @@ class VadBatcher:
     def stream(self) -> VadStream:
         return VadStream(self, self.model.initial_state())
 
+    def status(self) -> dict[str, object]:
+        return {
+            "batched": self.model.batched,
+            "calls": self.stats.calls,
+            "chunks": self.stats.chunks,
+            "largest_batch": self.stats.largest,
+        }
+
     async def submit(self, stream: VadStream, chunk: F32) -> float:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="vad-batcher")
@@ -138,9 +141,6 @@ class VadBatcher:
                     fut.set_result(float(probs[i]))
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         self._executor.shutdown(wait=False)

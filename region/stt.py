@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 
 
 class Transcriber:
+    """``SpeechToText`` with faster-whisper."""
+
     def __init__(self, settings: SttSettings) -> None:
         self.settings = settings
         self._model: WhisperModel | None = None

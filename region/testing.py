@@ -1,18 +1,31 @@
 """Drive a ``TurnSession`` with real protocol frames and no socket (in the spirit of pipecat's
 ``run_test``): push the frames an edge would send, get back every frame the region sent, decoded.
 
-    node = RegionNode(settings, llm_url)        # warm it for turns; validation needs no models
+    node = standin_node(llm=ScriptedLlm("Hello there. How are you?"))
     out = await run_frames(node, [encode(TurnStart(turn_id="t", text="Hi"))], until=TurnDone)
+
+The stand-in models (``FixedTranscript``, ``ScriptedLlm``, ``ToneTts``) are for tests of what the
+region does *around* its models: the protocol, admission, clause order, cancelling. Tests of what a
+model hears or says use the real ones (``RegionNode.from_settings`` and a warm-up).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
-from region.node import RegionNode
+import numpy as np
+
+from region.cancel import CancelToken
+from region.node import RegionNode, Report
+from region.pipeline import Stages
+from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
-from wire.turn import RegionMessage, decode_region
+from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
+from wire.audio import REGION_OUT_RATE, FloatAudio
+from wire.turn import RegionMessage, TurnStart, decode_region
 
 
 class MemoryChannel:
@@ -49,17 +62,182 @@ class MemoryChannel:
         return list(self.sent)
 
 
+@asynccontextmanager
+async def open_session(node: RegionNode) -> AsyncIterator[MemoryChannel]:
+    """A session on ``node`` for the body; on the way out the edge "disconnects" and the session
+    (with anything it still runs) is awaited."""
+    channel = MemoryChannel()
+    session = asyncio.create_task(TurnSession(node, channel).serve())
+    try:
+        yield channel
+    finally:
+        channel.push(None)
+        await session
+
+
 async def run_frames(
     node: RegionNode, frames: Sequence[str | bytes], *, until: type, count: int = 1, within_s: float = 30.0
 ) -> list[RegionMessage | bytes]:
     """Send ``frames`` on a fresh session, wait for ``count`` messages of type ``until``, close the
     session (cancelling anything still running) and return what the region sent."""
-    channel = MemoryChannel()
-    session = asyncio.create_task(TurnSession(node, channel).serve())
-    for frame in frames:
-        channel.push(frame)
-    try:
+    async with open_session(node) as channel:
+        for frame in frames:
+            channel.push(frame)
         return await channel.wait_for(until, count, within_s)
-    finally:
-        channel.push(None)
-        await session
+
+
+# -- stand-in models -------------------------------------------------------------------------------
+
+
+class Hold:
+    """A point where a stand-in stage waits until the test lets it go, so a test can act while a
+    stage is busy without timing anything: ``await hold.reached.wait()``, act, ``hold.release()``."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+        self._released = asyncio.Event()
+
+    def release(self) -> None:
+        self._released.set()
+
+    async def wait(self) -> None:
+        self.reached.set()
+        await self._released.wait()
+
+
+class FixedTranscript:
+    """Stands in for Whisper where speech recognition is not under test: hears ``text`` in any audio.
+    With a ``hold`` it stays busy (as on a long recording) until released or cancelled."""
+
+    ready = True
+
+    def __init__(self, text: str = "What is the weather like today?", *, hold: Hold | None = None) -> None:
+        self.text = text
+        self.hold = hold
+        self.calls = 0
+        self.running = 0
+
+    async def load(self) -> None:
+        pass
+
+    async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
+        self.calls += 1
+        self.running += 1
+        try:
+            if self.hold is not None:
+                await self.hold.wait()
+            cancel.raise_if_cancelled()
+            return self.text
+        finally:
+            self.running -= 1
+
+
+class ScriptedLlm:
+    """Stands in for vLLM where the model's words are not under test: streams ``reply`` a word per
+    delta. After a failover (``heard_text``) it continues after what was heard when ``reply`` starts
+    with it, as vLLM does with ``continue_final_message``. With a ``hold`` the stream pauses before
+    delta ``hold_at``, like a model still writing."""
+
+    ready = True
+    url = "memory://scripted-llm"
+
+    def __init__(
+        self,
+        reply: str = "Sunny and warm, with a light breeze. Take a hat if you go out.",
+        *,
+        hold: Hold | None = None,
+        hold_at: int = 0,
+    ) -> None:
+        self.reply = reply
+        self.hold = hold
+        self.hold_at = hold_at
+        self.requests: list[tuple[TurnStart, str]] = []
+        """``(turn.start, user_text)`` of every stream asked for."""
+        self.open_streams = 0
+        self.aborted = 0
+        """Streams closed before their reply was all sent (the real client aborts the request)."""
+
+    async def load(self) -> None:
+        pass
+
+    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str]:
+        self.requests.append((start, user_text))
+        reply = self.reply
+        if start.heard_text and reply.startswith(start.heard_text):
+            reply = reply[len(start.heard_text) :]
+        deltas = re.split(r"(?<=\s)(?=\S)", reply)
+        self.open_streams += 1
+        finished = False
+        try:
+            for i, delta in enumerate(deltas):
+                if self.hold is not None and i == self.hold_at:
+                    await self.hold.wait()
+                await asyncio.sleep(0)  # other tasks run between tokens, as with a network stream
+                yield delta
+            finished = True
+        finally:
+            self.open_streams -= 1
+            self.aborted += not finished
+
+    async def aclose(self) -> None:
+        pass
+
+
+class ToneTts:
+    """Stands in for Kokoro where the voice is not under test: a 50 ms tone per clause. With a
+    ``hold`` every clause waits for it first."""
+
+    ready = True
+    TONE_S = 0.05
+
+    def __init__(
+        self,
+        voices: Sequence[str] = ("tone", "hum"),
+        default_voice: str = "tone",
+        *,
+        hold: Hold | None = None,
+    ) -> None:
+        self.voices = frozenset(voices)
+        self.default_voice = default_voice
+        self.hold = hold
+        self.spoken: list[str] = []
+        self.running = 0
+
+    async def load(self) -> None:
+        pass
+
+    def resolve_voice(self, voice: str) -> str:
+        return choose_voice(voice, self.default_voice, self.voices)
+
+    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+        self.resolve_voice(voice)
+        self.running += 1
+        try:
+            if self.hold is not None:
+                await self.hold.wait()
+            cancel.raise_if_cancelled()
+        finally:
+            self.running -= 1
+        self.spoken.append(text)
+        t = np.arange(int(REGION_OUT_RATE * self.TONE_S)) / REGION_OUT_RATE
+        return (0.2 * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+
+
+def standin_node(
+    stt: SpeechToText | None = None,
+    llm: LlmClient | None = None,
+    tts: TextToSpeech | None = None,
+    *,
+    admission: AdmissionSettings | None = None,
+    report: Report | None = None,
+) -> RegionNode:
+    """A region node (default limits) on stand-ins: the ones given, defaults for the rest."""
+    settings = RegionSettings(
+        region_id="stand-in",
+        stt=SttSettings(model="stand-in"),
+        llm=LlmSettings(model="stand-in", served_name="stand-in"),
+        tts=TtsSettings(model="stand-in", voices="stand-in", default_voice="tone"),
+        admission=admission or AdmissionSettings(),
+    )
+    stages = Stages(stt=stt or FixedTranscript(), llm=llm or ScriptedLlm(), tts=tts or ToneTts())
+    return RegionNode(settings, stages, report=report)

@@ -16,9 +16,10 @@ import onnxruntime as ort
 from kokoro_onnx import Kokoro
 
 from region.cancel import Cancelled, CancelToken
+from region.protocols import choose_voice
 from region.settings import TtsSettings
 from wire.audio import REGION_OUT_RATE, FloatAudio, resample
-from wire.errors import ModelMissing, UnknownVoice
+from wire.errors import ModelMissing
 
 
 class _TurnAwareSession:
@@ -39,6 +40,8 @@ class _TurnAwareSession:
 
 
 class Synthesizer:
+    """``TextToSpeech`` with Kokoro."""
+
     def __init__(self, settings: TtsSettings) -> None:
         self.settings = settings
         self._kokoro: Kokoro | None = None
@@ -71,13 +74,7 @@ class Synthesizer:
         self._kokoro = kokoro
 
     def resolve_voice(self, voice: str) -> str:
-        """The voice to speak with (the default when empty); ``UnknownVoice`` if we do not have it."""
-        chosen = voice or self.settings.default_voice
-        if self.voices and chosen not in self.voices:
-            raise UnknownVoice(
-                f"unknown voice {chosen!r}; this region speaks: {', '.join(sorted(self.voices))}"
-            )
-        return chosen
+        return choose_voice(voice, self.settings.default_voice, self.voices)
 
     async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
         """One clause -> float audio at 24 kHz (empty if nothing in it is speakable).

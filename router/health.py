@@ -3,44 +3,27 @@
 Two sources feed it. Active probes poll every region's ``GET /health`` on a short interval (load,
 queue depth, free slots, readiness, probe round trip). Passive measurements come from real turns:
 time to first event and time to first audio. Before any measurement a region's latency is a prior
-from its distance to this edge, so the nearest region is tried first.
+from its distance to this edge (``router.geo``), so the nearest region is tried first. The probes
+themselves run in ``router.prober``.
+
+A failed probe is also a signal to the turns waiting on the region (``hang_suspected``): each turn's
+attempt watches it and decides for itself whether it, too, has heard nothing (``router.attempt``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import math
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import httpx
 import msgspec
 
-from router.registry import Location, RegionRecord
+from router.geo import distance_rtt_s
+from router.registry import RegionRecord
 from router.settings import RouterSettings
 from wire.rates import DecayingCounter, DecayingEwma
 
-log = logging.getLogger(__name__)
-
-_FIBER_KM_PER_S = 200_000.0  # light in glass: ~2/3 c
-_EARTH_RADIUS_KM = 6371.0
 _MIN_CLAUSE_CHARS = 12  # short clauses ("1.") still cost a synthesis call
-
-
-def distance_km(a: Location, b: Location) -> float:
-    """Great-circle distance (haversine)."""
-    p1, p2 = math.radians(a.lat), math.radians(b.lat)
-    dp, dl = p2 - p1, math.radians(b.lon - a.lon)
-    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * _EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
-
-
-def distance_rtt_s(a: Location, b: Location) -> float:
-    """A lower bound on the round trip between two places over fibre."""
-    return 2 * distance_km(a, b) / _FIBER_KM_PER_S
 
 
 class HealthReport(msgspec.Struct, kw_only=True):
@@ -95,8 +78,8 @@ class RegionHealth:
         self.probe_error = ""
         self.last_probe_at = 0.0
         self.prior_s = settings.prior_ttfa_s + distance_rtt_s(settings.location, record.location)
-        self._waiting: dict[asyncio.Timeout, float] = {}
-        """Turns waiting on this region right now: their deadline and when they last heard from it."""
+        self.hang_suspected = asyncio.Event()
+        """Set while the last probe failed: the quickest news of a hung region."""
 
     @property
     def id(self) -> str:
@@ -183,28 +166,17 @@ class RegionHealth:
         if report is not None:
             self.report = report
             self.probe_rtt.update(rtt_s)
+            self.hang_suspected.clear()
         else:
-            self._cut_waiting()
+            self.hang_suspected.set()
 
-    # A failed probe is the quickest news of a hung region: turns waiting on it need not sit out
-    # their whole stall deadline, only a short confirmation that they too are hearing nothing.
-    def watch(self, timeout: asyncio.Timeout, last_event: float) -> None:
-        self._waiting[timeout] = last_event
-        if self.probe_ok is False:
-            self._cut(timeout, last_event)
-
-    def unwatch(self, timeout: asyncio.Timeout) -> None:
-        self._waiting.pop(timeout, None)
-
-    def _cut_waiting(self) -> None:
-        for timeout, last_event in list(self._waiting.items()):
-            self._cut(timeout, last_event)
-
-    def _cut(self, timeout: asyncio.Timeout, last_event: float) -> None:
-        when = last_event + self._settings.hang_confirm_s
-        current = timeout.when()
-        if current is None or when < current:
-            timeout.reschedule(max(when, asyncio.get_running_loop().time()))
+    def hang_cutoff(self, last_event: float) -> float | None:
+        """After a failed probe, a turn that has heard nothing from this region since ``last_event``
+        (loop time) need not sit out its whole deadline, only a short confirmation; ``None`` while
+        probes are fine."""
+        if self.probe_ok is not False:
+            return None
+        return last_event + self._settings.hang_confirm_s
 
     def status(self) -> dict[str, object]:
         sc = self.score()
@@ -243,54 +215,3 @@ class RegionHealth:
 
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
-
-
-_decode_report = msgspec.json.Decoder(HealthReport).decode
-
-
-class HealthProber:
-    """Polls ``/health`` of every region in a background task."""
-
-    def __init__(self, settings: RouterSettings, regions: Callable[[], Iterable[RegionHealth]]) -> None:
-        self._settings = settings
-        self._regions = regions
-        self._client = httpx.AsyncClient(timeout=settings.probe_timeout_s)
-        self._task: asyncio.Task[None] | None = None
-        self.on_probed: Callable[[], None] | None = None
-
-    def start(self) -> None:
-        if self._task is None and self._settings.probe_interval_s > 0:
-            self._task = asyncio.create_task(self._loop(), name="router-health-probes")
-
-    async def _loop(self) -> None:
-        while True:  # the first round ran in ``Router.start``
-            await asyncio.sleep(self._settings.probe_interval_s)
-            await self.probe_all()
-            if self.on_probed is not None:
-                self.on_probed()
-
-    async def probe_all(self) -> None:
-        await asyncio.gather(*(self.probe(r) for r in list(self._regions())))
-
-    async def probe(self, region: RegionHealth) -> None:
-        t0 = time.perf_counter()
-        try:
-            resp = await self._client.get(region.record.url.rstrip("/") + "/health")
-            # 503 still carries a report (warming up, draining): read it rather than guess.
-            report = _decode_report(resp.content)
-            if resp.status_code >= 500 and report.ready:
-                report = msgspec.structs.replace(report, status=f"http {resp.status_code}")
-        except (httpx.HTTPError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if region.probe_ok is not False:
-                log.warning("region %s: health probe failed: %s", region.id, exc or type(exc).__name__)
-            region.observe_probe(None, 0.0, f"{type(exc).__name__}: {exc}")
-            return
-        region.observe_probe(report, time.perf_counter() - t0)
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self._client.aclose()

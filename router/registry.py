@@ -9,13 +9,14 @@ File format (JSON)::
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+
+from router.periodic import Periodic
+from wire.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,8 @@ def load_registry(path: str | Path) -> Registry:
 
 
 def dump_registry(registry: Registry, path: str | Path) -> None:
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(registry), indent=2))
-    tmp.replace(path)  # atomic: a reloading edge never reads half a file
+    # Atomic: a reloading edge never reads half a file.
+    atomic_write(Path(path), msgspec.json.format(msgspec.json.encode(registry), indent=2))
 
 
 class RegistryWatcher:
@@ -59,9 +59,8 @@ class RegistryWatcher:
     ) -> None:
         self.path = Path(path)
         self._on_change = on_change
-        self._poll_s = poll_s
         self._stamp: tuple[int, int] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._polls = Periodic(poll_s, self._poll, name="registry-watcher")
         self.reloads = 0
         self.last_error = ""
 
@@ -90,17 +89,10 @@ class RegistryWatcher:
         return True
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="registry-watcher")
+        self._polls.start()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._poll_s)
-            self.check()
+    async def _poll(self) -> None:
+        self.check()
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._polls.aclose()

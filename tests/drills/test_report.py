@@ -9,11 +9,13 @@ import matplotlib.image as mpimg
 import pytest
 from rich.console import Console
 
-from infra.drills.callers import CallerState, TurnRecord
-from infra.drills.faults import FaultMark
-from infra.drills.report import progress_line, read_report, render_markdown, summary_table, write_report
-from infra.drills.runner import DrillResult
-from infra.drills.slo import Slo, evaluate
+from voicemesh.drills.callers import CallerState
+from voicemesh.drills.console import progress_line, summary_table
+from voicemesh.drills.faults import FaultMark
+from voicemesh.drills.records import TurnRecord
+from voicemesh.drills.report import read_report, render_markdown, write_report
+from voicemesh.drills.runner import DrillResult
+from voicemesh.drills.slo import Slo, evaluate
 
 
 def _record(caller: int, n: int, t: float, regions: list[str], **kw: object) -> TurnRecord:

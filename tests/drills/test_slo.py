@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from infra.drills.callers import TurnRecord, audible_gap
-from infra.drills.faults import FaultMark
-from infra.drills.slo import Slo, evaluate, failover_gap, missed
+from voicemesh.drills.faults import FaultMark
+from voicemesh.drills.records import TurnRecord, audible_gap
+from voicemesh.drills.slo import Slo, evaluate, failover_gap, missed
 
 
 def turn(

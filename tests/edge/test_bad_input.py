@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,9 +18,12 @@ from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
 from edge.settings import LimitSettings
-from edge.talk import client
+from tests.edge.test_session_errors import BAD_EVENTS, STRICT
 from tests.fixtures.common import free_port
 from tests.fixtures.edge import EdgeFactory, RunningEdge
+from voicemesh.realtime import client
+
+pytestmark = pytest.mark.slow  # real models / regions / browser
 
 JWT_SECRET = "test-jwt-secret-0123456789abcdef0123"
 
@@ -30,11 +34,8 @@ async def strict_edge(edge_factory: EdgeFactory) -> RunningEdge:
     return await edge_factory(
         [("nowhere", f"http://127.0.0.1:{free_port()}")],
         jwt_secret=JWT_SECRET,
-        limits=LimitSettings(
-            max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40,
-            events_per_s=5.0, events_burst=30, max_event_bytes=64_000, max_buffer_s=1.0,
-        ),
-    )  # fmt: skip
+        limits=replace(STRICT, max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40),
+    )
 
 
 async def _raw(
@@ -178,41 +179,6 @@ async def test_session_duration_limit_closes_with_error(edge_factory: EdgeFactor
 
 
 # -- bad events: each answered with an error code, the session carries on ----------------------------
-
-
-def _update(session: dict[str, Any]) -> str:
-    return json.dumps({"type": "session.update", "session": {"type": "realtime", **session}})
-
-
-def _append(audio: str) -> str:
-    return json.dumps({"type": "input_audio_buffer.append", "audio": audio})
-
-
-BAD_EVENTS: list[tuple[str, str]] = [
-    ("this is not json", "invalid_json"),
-    ("[1, 2, 3]", "invalid_json"),
-    (json.dumps({"event_id": "e1"}), "missing_type"),
-    (json.dumps({"type": "response.teleport"}), "unknown_event"),
-    (json.dumps({"type": "input_audio_buffer.append"}), "invalid_value"),
-    (_append("%%%not base64%%%"), "invalid_audio"),
-    (_append(base64.b64encode(b"\x01\x02\x03").decode()), "invalid_audio"),
-    (_append("A" * 70_000), "event_too_large"),
-    (json.dumps({"type": "input_audio_buffer.commit"}), "input_audio_buffer_commit_empty"),
-    (json.dumps({"type": "response.cancel"}), "response_cancel_not_active"),
-    (json.dumps({"type": "response.create"}), "no_input"),
-    (
-        _update({"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}),
-        "invalid_value",
-    ),
-    (_update({"audio": {"output": {"format": {"type": "audio/pcmu"}}}}), "unsupported_audio_format"),
-    (
-        json.dumps(
-            {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": []}}
-        ),
-        "invalid_value",
-    ),
-    (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "unsupported_event"),
-]
 
 
 async def test_bad_events_get_error_events_and_session_carries_on(strict_edge: RunningEdge) -> None:

@@ -10,12 +10,15 @@ from collections.abc import Callable
 
 import httpx
 import numpy as np
+import pytest
 
-from edge.talk import client, stream_audio
 from tests.edge.conftest import session_id
 from tests.fixtures.edge import RunningEdge
 from tests.fixtures.region import RegionFactory
+from voicemesh.realtime import client, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
+
+pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 def _cancels(region_url: str) -> float:
@@ -62,7 +65,6 @@ async def test_barge_in_stops_audio_and_cancels_region_turn(
     # Audio stops at once: at most one delta already on the wire after the user started talking.
     late = [e for t, e in events if t >= barge_at and e.type == "response.output_audio.delta"]  # type: ignore[attr-defined]
     assert len(late) <= 1, f"{len(late)} audio deltas after speech_started"
-    assert events[-1][0] - barge_at < 1.0
 
     # History holds what was heard: whole clauses whose audio went out, a prefix of what was said.
     heard = done.response.output[0].content[0].transcript  # type: ignore[attr-defined]

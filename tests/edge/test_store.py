@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from edge.state import SessionState, SessionStore, open_store
-from edge.talk import client
 from tests.edge.conftest import session_id
 from tests.fixtures.common import free_port
 from tests.fixtures.edge import EdgeFactory
+from voicemesh.realtime import client
 from wire.turn import Message
+
+pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 async def test_redis_store_round_trips_session_state(redis_url: str) -> None:

@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from edge.talk import talk
 from infra.processes import is_alive
 from tests.fixtures.common import SpeechFactory
 from tests.fixtures.infra import LocalDeployment
+from voicemesh.talk import talk
 from wire.audio import CLIENT_RATE, float_to_pcm16, read_wav, resample
 from wire.client import run_turn
 from wire.turn import TurnStart
@@ -99,7 +99,7 @@ async def test_a_region_from_the_registry_serves_a_turn(
 async def test_an_edge_started_from_the_registry_serves_a_turn(
     local_deployment: LocalDeployment, speech: SpeechFactory
 ) -> None:
-    # The stock OpenAI Realtime client (via edge.talk) against the edge `voicemesh up` started.
+    # The stock OpenAI Realtime client (via voicemesh.talk) against the edge `voicemesh up` started.
     samples, rate = read_wav(speech("What is the capital of France?"))
     audio = resample(samples, rate, CLIENT_RATE)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -77,3 +78,26 @@ async def test_estimate_follows_the_turns_that_completed() -> None:
         slot.completed = True
     assert adm.turn_s < 10.0 * 0.81  # a near-instant turn pulled the average down
     assert adm.estimated_wait(3) == round(2 * adm.turn_s, 2)
+
+
+async def _timed_turn(adm: Admission, *, completed: bool) -> tuple[float, float]:
+    """Run one turn in a slot; return bounds on how long it held the slot (measured around it)."""
+    t0 = time.perf_counter()
+    async with adm.slot(lambda p, w: asyncio.sleep(0)) as slot:
+        t1 = time.perf_counter()
+        await asyncio.sleep(0)
+        slot.completed = completed
+        t2 = time.perf_counter()
+    return t2 - t1, time.perf_counter() - t0
+
+
+async def test_each_completed_turn_weighs_a_fifth_however_long_ago_the_last_one_ran() -> None:
+    adm = Admission(max_concurrent=1, max_queue=0, initial_turn_s=10.0)
+    low, high = await _timed_turn(adm, completed=True)
+    assert 0.8 * 10.0 + 0.2 * low <= adm.turn_s <= 0.8 * 10.0 + 0.2 * high
+    before = adm.turn_s
+    await _timed_turn(adm, completed=False)  # a cancelled turn says nothing about turn length
+    assert adm.turn_s == before
+    await asyncio.sleep(0.05)  # idle time between turns does not give the next one more weight
+    low, high = await _timed_turn(adm, completed=True)
+    assert 0.8 * before + 0.2 * low <= adm.turn_s <= 0.8 * before + 0.2 * high

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from tests.fixtures.region import RegionFactory
 from wire.client import RegionConnection, collect_turn
 from wire.turn import TextDelta, TurnAdmitted, TurnDone, TurnQueued, TurnRejected, TurnStart
+
+pytestmark = pytest.mark.slow  # a real region: Whisper, vLLM, Kokoro
 
 LONG = TurnStart(turn_id="a", text="Tell me a long story about the sea.", max_output_tokens=300)
 
@@ -65,7 +68,7 @@ async def test_a_queued_turn_that_disconnects_leaves_the_queue(region_factory: R
         assert isinstance(await anext(b.events()), TurnQueued)
         await b.close()
         async with httpx.AsyncClient() as http:
-            for _ in range(50):
+            for _ in range(200):  # polls for up to 10 s: a busy machine may be slow to notice
                 if (await http.get(f"{region.url}/health")).json()["queue_depth"] == 0:
                     break
                 await asyncio.sleep(0.05)

@@ -1,4 +1,6 @@
-"""Every kind of bad input gets an ``error`` event; the connection, other turns and the node carry on."""
+"""Every kind of bad input gets an ``error`` event on a real region (over a real socket); the
+connection, other turns and the node carry on. The same cases on stand-in models, without the
+socket: ``test_session_turns.py``."""
 
 from __future__ import annotations
 
@@ -11,57 +13,12 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.fixtures.region import RunningRegion
+from tests.region.helpers import BAD_INPUT as CASES
+from tests.region.helpers import start
 from wire.client import RegionConnection, collect_turn, run_turn, turns_url
-from wire.turn import Message, TurnStart, encode
+from wire.turn import TurnStart
 
-SECOND = b"\x00\x00" * 16_000
-N = len(SECOND)
-BAD_FIELD = json.dumps({"type": "turn.start", "turn_id": "x", "history": "hi"})
-
-
-def start(turn_id: str, **fields: Any) -> str:
-    return encode(TurnStart(turn_id=turn_id, **fields))
-
-
-# (name, frames to send, expected error code)
-CASES: list[tuple[str, list[str | bytes], str]] = [
-    ("malformed JSON", ['{"type": "turn.start", "turn_id": '], "invalid_event"),
-    ("unknown type", [json.dumps({"type": "turn.launch", "turn_id": "x"})], "invalid_event"),
-    ("missing turn_id", [json.dumps({"type": "turn.start"})], "invalid_event"),
-    (
-        "wrong field type",
-        [BAD_FIELD],
-        "invalid_event",
-    ),
-    (
-        "wrong audio format",
-        [start("fmt", audio_bytes=N, audio_format="opus"), SECOND],
-        "invalid_audio",
-    ),
-    (
-        "wrong sample rate",
-        [start("rate", audio_bytes=N, sample_rate=8000), SECOND],
-        "invalid_audio",
-    ),
-    ("odd byte count", [start("odd", audio_bytes=3), b"\x00\x01\x02"], "invalid_audio"),
-    ("empty audio", [start("empty")], "invalid_audio"),
-    ("empty audio frame", [start("empty-frame", audio_bytes=2), b""], "invalid_audio"),
-    ("size differs from announced", [start("size", audio_bytes=N), SECOND[:1000]], "invalid_audio"),
-    ("audio too long", [start("long", audio_bytes=31 * N), 31 * SECOND], "invalid_audio"),
-    ("unknown voice", [start("voice", text="Hi.", voice="af_nobody")], "unknown_voice"),
-    (
-        "history too long (messages)",
-        [start("hist", text="Hi.", history=[Message(role="user", content="x")] * 65)],
-        "history_too_long",
-    ),
-    (
-        "history too long (characters)",
-        [start("hist-chars", text="Hi.", history=[Message(role="user", content="x" * 33_000)])],
-        "history_too_long",
-    ),
-    ("text too long", [start("text", text="word " * 1000)], "text_too_long"),
-    ("audio without turn.start", [SECOND], "invalid_event"),
-]
+pytestmark = pytest.mark.slow  # a real region: Whisper, vLLM, Kokoro
 
 
 async def _next_error(ws: ClientConnection) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from region.llm import LlmClient
+from region.llm import VllmClient
 from region.settings import LlmSettings
 from wire.turn import Message, TurnStart
 
@@ -12,7 +12,7 @@ QWEN = LlmSettings(
 
 
 def body(start: TurnStart, settings: LlmSettings = QWEN) -> dict[str, object]:
-    return LlmClient(settings, "http://127.0.0.1:1/v1", system_prompt="Be brief.").request_body(
+    return VllmClient(settings, "http://127.0.0.1:1/v1", system_prompt="Be brief.").request_body(
         start, "Hi there"
     )
 

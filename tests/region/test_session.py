@@ -1,17 +1,23 @@
-"""The turn session driven with real frames and no socket (region.testing), for protocol rules that
-need no model: validation, stray frames, cancelling a turn whose audio has not come yet."""
+"""The turn session driven with real frames and no socket (region.testing) on the *real* backends,
+not loaded, for protocol rules that need no model: validation, stray frames, cancelling a turn whose
+audio has not come yet. Also: both profiles build their backends."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
+from region.backends import build_stages
+from region.llm import VllmClient
 from region.node import RegionNode
 from region.session import TurnSession
 from region.settings import RegionSettings
+from region.stt import Transcriber
 from region.testing import MemoryChannel, run_frames
-from voicemesh.profiles import cpu_profile
+from region.tts import Synthesizer
+from voicemesh.profiles import Profile, cpu_profile, gpu_profile
 from wire.turn import TurnCancel, TurnDone, TurnError, TurnStart, encode
 
 
@@ -19,9 +25,25 @@ from wire.turn import TurnCancel, TurnDone, TurnError, TurnStart, encode
 def cold_node() -> RegionNode:
     """A node whose models are not loaded: anything reaching a model would fail the test."""
     p = cpu_profile()
-    return RegionNode(
+    return RegionNode.from_settings(
         RegionSettings(region_id="unit", stt=p.stt, llm=p.llm, tts=p.tts), "http://127.0.0.1:9/v1"
     )
+
+
+@pytest.mark.parametrize("profile", [cpu_profile, gpu_profile], ids=["cpu", "gpu"])
+async def test_both_profiles_build_the_real_backends_without_loading_them(
+    profile: Callable[[], Profile],
+) -> None:
+    p = profile()
+    stages = build_stages(RegionSettings(region_id="unit", stt=p.stt, llm=p.llm, tts=p.tts), "http://h:1/v1/")
+    try:
+        assert isinstance(stages.stt, Transcriber) and stages.stt.settings == p.stt
+        assert isinstance(stages.tts, Synthesizer) and stages.tts.settings == p.tts
+        assert isinstance(stages.llm, VllmClient) and stages.llm.settings == p.llm
+        assert stages.llm.url == "http://h:1/v1"
+        assert not (stages.stt.ready or stages.tts.ready or stages.llm.ready)
+    finally:
+        await stages.llm.aclose()
 
 
 async def test_errors_are_answered_in_order_and_the_session_goes_on(cold_node: RegionNode) -> None:

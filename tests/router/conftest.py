@@ -13,6 +13,13 @@ from router.registry import Location, RegionRecord
 from wire.client import ClauseAudio
 from wire.turn import TextDelta, Transcript, TurnDone, TurnStart
 
+CRASH_REASONS = frozenset({"region_disconnected", "first_byte_timeout"})
+"""How a killed region may be noticed: its connection drops, or (when a failed health probe or a
+deadline comes first) it goes silent. Either is correct; which one wins is a race."""
+HANG_REASONS = frozenset({"first_byte_timeout", "region_unavailable"})
+"""How a stopped region may be noticed: a first-byte/stall deadline or a failed probe (both
+``first_byte_timeout``), or a handshake that never completes when no pooled connection was left."""
+
 EDGE = Location(50.0, 8.0)
 NEAR = Location(50.1, 8.1)
 FAR = Location(38.9, -77.4)

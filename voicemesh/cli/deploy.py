@@ -8,22 +8,18 @@ of it is torn down), or ``--detach`` to leave it running for ``voicemesh down``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import os
 import secrets
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import click
-import httpx
 
-from infra.processes import is_alive, read_pid
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
 from voicemesh.cli.infra import infra_down, infra_up, voicemesh_executable
+from voicemesh.processes import is_alive, read_pid, spawn, stop, wait_healthy_sync
 from wire.errors import VoicemeshError
 
 ENV = "local"
@@ -59,30 +55,6 @@ def _edge_command(registry: Path, host: str, port: int) -> list[str]:
         "--port",
         str(port),
     ]
-
-
-async def _wait_edge(proc: subprocess.Popen[bytes], url: str, timeout_s: float = 120.0) -> None:
-    t0 = time.monotonic()
-    async with httpx.AsyncClient(timeout=2.0) as client:
-        while time.monotonic() - t0 < timeout_s:
-            if proc.poll() is not None:
-                raise VoicemeshError(f"the edge exited with status {proc.returncode}; see its output above")
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get(url + "/health")).status_code == 200:
-                    progress(f"edge ready after {time.monotonic() - t0:.1f} s")
-                    return
-            await asyncio.sleep(0.3)
-    raise VoicemeshError(f"the edge did not answer {url}/health within {timeout_s:.0f} s")
-
-
-def _stop_edge(pid: int, grace_s: float = 10.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while is_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 @cli.command("up")
@@ -123,25 +95,18 @@ def up(
     url = f"http://{host}:{port}"
     env = {**os.environ, "VOICEMESH_API_KEYS": key}
     command = _edge_command(registry, host, port)
+    log = paths.state_dir() / "edge.log" if detach else None  # in the foreground it prints here
+    proc = spawn(command, log_path=log, env=env)
     if detach:
-        log = paths.state_dir() / "edge.log"
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-            )
         _edge_pid_file().write_text(str(proc.pid))
-    else:
-        proc = subprocess.Popen(command, env=env, start_new_session=True)
     try:
-        asyncio.run(_wait_edge(proc, url))
+        took = wait_healthy_sync(
+            url + "/health", timeout_s=120.0, process=proc, log_path=log, what="the edge"
+        )
     except VoicemeshError as exc:
-        _stop_edge(proc.pid)
+        stop(proc)
         die_on_voicemesh_error(exc)
+    progress(f"edge ready after {took:.1f} s")
     console.print(f"[green]voicemesh is up[/green]: ws{url[4:]}/v1/realtime  (status: {url}/status)")
     console.print(f"API key: {key}")
     console.print(f"talk: {url}/#key={key}")
@@ -158,7 +123,7 @@ def up(
     except KeyboardInterrupt:
         pass
     finally:
-        _stop_edge(proc.pid)
+        stop(proc)
         asyncio.run(infra_down(ENV))
 
 
@@ -168,7 +133,7 @@ def down() -> None:
     pid = read_pid(_edge_pid_file())
     if pid is not None and is_alive(pid, "edge"):
         progress(f"stopping the edge (pid {pid})")
-        _stop_edge(pid)
+        stop(pid)
     _edge_pid_file().unlink(missing_ok=True)
     try:
         asyncio.run(infra_down(ENV))

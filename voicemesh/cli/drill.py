@@ -1,6 +1,6 @@
 """``voicemesh drill SCENARIO`` and ``voicemesh load``: rehearse failures, measure capacity.
 
-Composition only: ``infra.drills`` does the work; this module finds the local deployment (the
+Composition only: ``voicemesh.drills`` does the work; this module finds the local deployment (the
 registry ``voicemesh infra up`` writes, the edge ``voicemesh up`` starts, its API key), restores
 killed regions through the infra tier's Terraform environment, and prints and files the reports.
 """
@@ -11,28 +11,24 @@ import asyncio
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
+from rich.table import Table
 
-from infra.drills.callers import CallerSettings, EdgeTarget
-from infra.drills.deployment import Deployment, Report, run_command, voicemesh_bin
-from infra.drills.report import (
-    LiveProgress,
-    load_table,
-    summary_table,
-    write_load_report,
-    write_report,
-)
-from infra.drills.runner import DrillResult, run_drill, run_load
-from infra.drills.scenarios import SCENARIOS, FaultParams
-from infra.drills.slo import Slo, missed
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
 from voicemesh.cli.infra import infra_up, registry_path
+from voicemesh.drills.callers import CallerSettings, EdgeTarget
+from voicemesh.drills.console import LiveProgress, load_table, summary_table
+from voicemesh.drills.deployment import Deployment, Report, run_command, voicemesh_bin
+from voicemesh.drills.report import write_load_report, write_report
+from voicemesh.drills.runner import DrillResult, run_drill, run_load
+from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.slo import Slo, missed
 from wire.errors import VoicemeshError
 
 ENV = "local"
@@ -81,6 +77,7 @@ edge_options = [
 
 
 F = TypeVar("F", bound=Callable[..., None])
+R = TypeVar("R")
 
 
 def _with_edge_options(f: F) -> F:
@@ -150,39 +147,58 @@ def drill(
         fail(f"--at-turn must be between 1 and --turns ({turns})")
     spec = SCENARIOS[scenario]
     folder = _out_dir(out, scenario)
-    live = LiveProgress(scenario, console)
-    try:
-        deployment = _deployment(edge_url, api_key, registry, llm_url)
-        with live:
-            result: DrillResult = asyncio.run(
-                run_drill(
-                    spec,
-                    deployment,
-                    callers=callers,
-                    caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
-                    params=FaultParams(
-                        at_turn=at_turn,
-                        at_moment=at_moment,
-                        hold_s=hold_s,
-                        latency_s=latency_ms / 1000,
-                        flaps=flaps,
-                    ),
-                    slo=Slo(max_lost, max_failover_gap, max_fault_p95_ttfa, max_degraded),
-                    speech_dir=paths.state_dir() / "drills" / "speech",
-                    report=progress,
-                    max_duration_s=max_duration,
-                    on_state=live.on_state,
-                )
-            )
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
+    result: DrillResult = _run_live(
+        scenario,
+        lambda: _deployment(edge_url, api_key, registry, llm_url),
+        lambda deployment, live: run_drill(
+            spec,
+            deployment,
+            callers=callers,
+            caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
+            params=FaultParams(
+                at_turn=at_turn,
+                at_moment=at_moment,
+                hold_s=hold_s,
+                latency_s=latency_ms / 1000,
+                flaps=flaps,
+            ),
+            slo=Slo(max_lost, max_failover_gap, max_fault_p95_ttfa, max_degraded),
+            speech_dir=_speech_dir(),
+            report=progress,
+            max_duration_s=max_duration,
+            on_state=live.on_state,
+        ),
+    )
     files = write_report(result, folder, command=shlex.join(["voicemesh", "drill", *sys.argv[2:]]))
-    console.print(summary_table(result))
-    console.print(f"report: {files['md']}  ({files['json'].name}, {files['png'].name})")
+    _print_report(summary_table(result), files)
     misses = missed(result.verdicts)
     if misses:
         fail("missed SLO: " + "; ".join(f"{v.name} ({v.objective}: {v.measured})" for v in misses))
     console.print("[green]all SLOs met[/green]")
+
+
+def _speech_dir() -> Path:
+    return paths.state_dir() / "drills" / "speech"
+
+
+def _run_live(
+    name: str,
+    deployment: Callable[[], Deployment],
+    run: Callable[[Deployment, LiveProgress], Coroutine[Any, Any, R]],
+) -> R:
+    """Run a drill or load run under the live progress line; a voicemesh error ends the command."""
+    live = LiveProgress(name, console)
+    try:
+        found = deployment()
+        with live:
+            return asyncio.run(run(found, live))
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+
+
+def _print_report(table: Table, files: dict[str, Path]) -> None:
+    console.print(table)
+    console.print(f"report: {files['md']}  ({files['json'].name}, {files['png'].name})")
 
 
 @cli.command("load")
@@ -209,25 +225,20 @@ def load(
         steps_at = [int(x) for x in levels.split(",")] if levels else None
     except ValueError:
         fail(f"--levels must be comma-separated integers, not {levels!r}")
-    live = LiveProgress("load", console)
-    try:
-        deployment = _deployment(edge_url, api_key, registry, llm_url)
-        with live:
-            steps = asyncio.run(
-                run_load(
-                    deployment,
-                    max_callers=callers,
-                    caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
-                    speech_dir=paths.state_dir() / "drills" / "speech",
-                    report=progress,
-                    levels=steps_at,
-                    on_state=live.on_state,
-                )
-            )
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
+    steps = _run_live(
+        "load",
+        lambda: _deployment(edge_url, api_key, registry, llm_url),
+        lambda deployment, live: run_load(
+            deployment,
+            max_callers=callers,
+            caller_settings=CallerSettings(turns=turns, turn_timeout_s=turn_timeout),
+            speech_dir=_speech_dir(),
+            report=progress,
+            levels=steps_at,
+            on_state=live.on_state,
+        ),
+    )
     files = write_load_report(
         steps, _out_dir(out, "load"), command=shlex.join(["voicemesh", "load", *sys.argv[2:]])
     )
-    console.print(load_table(steps))
-    console.print(f"report: {files['md']}  ({files['json'].name}, {files['png'].name})")
+    _print_report(load_table(steps), files)

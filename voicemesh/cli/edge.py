@@ -128,7 +128,7 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
     """Speak IN.wav to an edge and save the spoken reply (OUT.wav)."""
     import openai
 
-    from edge.talk import talk as run_talk
+    from voicemesh.talk import talk as run_talk
     from wire.audio import CLIENT_RATE, pcm16_to_float, read_wav, resample, write_wav
 
     key = api_key or (api_keys_from_env() or ("",))[0]
@@ -171,7 +171,7 @@ def bench_edge(
     profile: str | None,
 ) -> None:  # fmt: skip
     """Idle sessions and memory, active streams per core with batched VAD, relay overhead per chunk."""
-    from edge.bench import run_bench
+    from voicemesh.bench.edge import run_bench
 
     key = "bench-" + secrets.token_hex(8)
     settings = edge_settings(profile=profile, api_keys=(key,), vad_model=vad_model)

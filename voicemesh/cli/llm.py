@@ -20,7 +20,7 @@ def llm() -> None:
 @click.option("--port", default=8100, show_default=True, type=int)
 def serve(profile: str | None, host: str, port: int) -> None:
     """Run vLLM in the foreground until interrupted."""
-    from region.llm_server import VllmServer
+    from voicemesh.llm_server import VllmServer
     from voicemesh.profiles import load_profile
 
     server = VllmServer(load_profile(profile).llm, host=host, port=port, report=progress)

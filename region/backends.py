@@ -1,0 +1,22 @@
+"""The real models of a region, built from its settings: the one place that names them.
+
+A backend is added by writing a class that meets its Protocol in ``region.protocols`` and building
+it here (from a new field of ``RegionSettings`` if it needs one); nothing else changes.
+"""
+
+from __future__ import annotations
+
+from region.llm import VllmClient
+from region.pipeline import Stages
+from region.settings import RegionSettings
+from region.stt import Transcriber
+from region.tts import Synthesizer
+
+
+def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
+    """faster-whisper, vLLM at ``llm_url`` and Kokoro, not loaded yet (``RegionNode.warm_up`` loads them)."""
+    return Stages(
+        stt=Transcriber(settings.stt),
+        llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt),
+        tts=Synthesizer(settings.tts),
+    )

@@ -1,0 +1,86 @@
+"""What a region turn needs from its models, as small Protocols (the real ones are built in
+``region.backends``; in-memory stand-ins live in ``region.testing``).
+
+* ``SpeechToText``: 16 kHz speech -> text (``region.stt.Transcriber``: faster-whisper).
+* ``LlmClient``: the answer to a turn, streamed as text deltas (``region.llm.VllmClient``: vLLM's
+  OpenAI-compatible API over httpx).
+* ``TextToSpeech``: one clause -> 24 kHz audio (``region.tts.Synthesizer``: Kokoro on onnxruntime).
+
+Cancelling a turn must stop every stage at once. STT and TTS run in worker threads, which asyncio
+cancellation does not reach, so they take the turn's ``CancelToken`` and raise ``Cancelled`` soon
+after it is set. The LLM stream is stopped by closing it (``aclose()``, or cancelling the task that
+iterates it), which must abort the request rather than let it run on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection
+from typing import Protocol
+
+from region.cancel import CancelToken
+from wire.audio import FloatAudio
+from wire.errors import RegionError, UnknownVoice
+from wire.turn import TurnStart
+
+
+class LlmError(RegionError):
+    """The LLM could not be reached or answered with an error."""
+
+    code = "llm_error"
+
+
+class Model(Protocol):
+    """A backend that must be loaded (and warmed) before the region reports itself ready."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    async def load(self) -> None:
+        """Load and warm up, so the first real turn pays no start-up cost."""
+        ...
+
+
+class SpeechToText(Model, Protocol):
+    async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
+        """16 kHz mono float audio -> text; raises ``Cancelled`` once ``cancel`` is set."""
+        ...
+
+
+class LlmClient(Model, Protocol):
+    @property
+    def url(self) -> str:
+        """Where the model is served (shown in ``/health`` and in start-up reports)."""
+        ...
+
+    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str]:
+        """The visible answer to ``user_text`` as it is generated. After a failover
+        (``start.heard_text``) it continues that text instead of starting a new answer.
+        Closing the iterator aborts the request. Raises ``LlmError``."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class TextToSpeech(Model, Protocol):
+    @property
+    def voices(self) -> frozenset[str]:
+        """The voices it speaks (empty until loaded)."""
+        ...
+
+    def resolve_voice(self, voice: str) -> str:
+        """The voice to speak with (the default when empty); ``UnknownVoice`` if there is none such."""
+        ...
+
+    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+        """One clause -> float audio at 24 kHz (empty if nothing in it is speakable); raises
+        ``Cancelled`` soon after ``cancel`` is set."""
+        ...
+
+
+def choose_voice(voice: str, default: str, voices: Collection[str]) -> str:
+    """``voice``, or ``default`` when empty; ``UnknownVoice`` when not among ``voices`` (an empty
+    ``voices`` means not loaded yet: accept it, the synthesizer will judge)."""
+    chosen = voice or default
+    if voices and chosen not in voices:
+        raise UnknownVoice(f"unknown voice {chosen!r}; this region speaks: {', '.join(sorted(voices))}")
+    return chosen

@@ -1,0 +1,231 @@
+"""One region's try at one turn: send it, read it under its deadline, hand the connection back.
+
+The attempt reads the region's events one at a time, each against its own deadline
+(``router.deadlines``) and against the region's ``hang_suspected`` signal (set by a failed health
+probe): whichever comes first, the attempt decides itself whether the region has gone quiet.
+Failing raises a ``RegionError`` (the turn's failover loop, ``router.failover``, moves on). Where
+the connection goes afterwards is an explicit ``Disposition``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import msgspec
+
+from router.continuation import TurnProgress
+from router.deadlines import AttemptDeadline
+from router.health import RegionHealth
+from router.pool import ConnectionPool
+from wire.client import ClauseAudio, RegionConnection, RegionEvent
+from wire.errors import (
+    BadAudio,
+    BadEvent,
+    HistoryTooLong,
+    ProtocolError,
+    RegionBusy,
+    RegionDisconnected,
+    RegionError,
+    UnknownVoice,
+)
+from wire.turn import TextDelta, Transcript, TurnDone, TurnError, TurnRejected, TurnStart
+
+DRAIN_TIMEOUT_S = 2.0
+"""How long a cancelled turn may take to reach its ``turn.done`` before its connection is closed."""
+
+# Turn errors that another region would answer the same way: pass them on, do not fail over.
+CLIENT_ERROR_CODES = frozenset(
+    cls.code for cls in (ProtocolError, BadEvent, BadAudio, UnknownVoice, HistoryTooLong)
+) | {
+    "invalid_request_error",
+    "invalid_event",
+    "invalid_audio",
+    "unknown_voice",
+    "history_too_long",
+}
+
+
+class Disposition(enum.Enum):
+    """What happens to the attempt's connection when it ends."""
+
+    DISCARD = "discard"
+    """Its state is unknown (a failure, a read cut in half): close it."""
+    RELEASE = "release"
+    """The region ended the turn: the connection is clean, back to the pool."""
+    DRAIN = "drain"
+    """Cancelled between two reads: read on to the region's ``turn.done`` in the background, then
+    back to the pool."""
+
+
+class RegionAttempt:
+    """One region's try at the turn, its deadlines stretched by ``slack``.
+
+    Iterate ``events()``; afterwards ``done`` (the region finished the turn) or ``client_error`` (a
+    request error another region would repeat) tells how it ended, unless it raised.
+    """
+
+    def __init__(
+        self,
+        region: RegionHealth,
+        start: TurnStart,
+        audio: bytes | None,
+        progress: TurnProgress,
+        *,
+        pool: ConnectionPool,
+        cancelled: dict[str, int],
+        slack: float = 1.0,
+    ) -> None:
+        self.region = region
+        self.progress = progress
+        self.start, self.audio = self._request(start, audio)
+        self._pool = pool
+        self._cancelled = cancelled
+        self.slack = slack
+        self.disposition = Disposition.DISCARD
+        self.warm: bool | None = None
+        """Whether the attempt ran on a pooled connection (no handshake on the turn's path)."""
+        self.done: TurnDone | None = None
+        self.client_error: TurnError | None = None
+
+    def _request(self, start: TurnStart, audio: bytes | None) -> tuple[TurnStart, bytes | None]:
+        progress = self.progress
+        if progress.transcript is not None:
+            # Failing over (or the edge already knows the words): skip STT, continue after what
+            # the user heard.
+            start = msgspec.structs.replace(
+                start, transcript=progress.transcript, heard_text=progress.heard_text
+            )
+            return start, None
+        if progress.heard_text != start.heard_text:
+            start = msgspec.structs.replace(start, heard_text=progress.heard_text)
+        return start, audio
+
+    async def events(self) -> AsyncGenerator[RegionEvent, None]:
+        """The region's events up to (not including) its last one. Raises a ``RegionError`` to fail
+        over."""
+        region = self.region
+        self.progress.new_attempt()
+        conn, self.warm = await self._pool.acquire(region.id, timeout_s=region.connect_deadline_s())
+        events = conn.events()
+        in_io = True
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = AttemptDeadline(region, started=loop.time(), slack=self.slack)
+            await conn.start(self.start, self.audio)
+            while True:
+                in_io = True
+                ev = await self._next(events, deadline)
+                in_io = False
+                now = loop.time()
+                deadline.heard(ev, now)
+                if self._ended(ev):
+                    return
+                deadline.rearm(ev, now, self.progress.pending_chars)
+                yield ev
+        except (GeneratorExit, asyncio.CancelledError):
+            # The caller closed the stream (barge-in) mid-turn: cancel the region's turn, then
+            # drain to its turn.done; a read cut in half leaves the connection unknown: drop it.
+            if self.disposition is Disposition.DISCARD:
+                await conn.cancel(self.start.turn_id)
+                if in_io:
+                    self._cancelled["dropped"] += 1
+                else:
+                    self.disposition = Disposition.DRAIN
+            raise
+        finally:
+            self._hand_back(conn, events)
+
+    async def _next(self, events: AsyncIterator[RegionEvent], deadline: AttemptDeadline) -> RegionEvent:
+        """The next event, or a ``FirstByteTimeout`` once ``deadline.due()`` passes. A failed probe
+        of the region wakes the wait early, so the attempt re-reads its (now shorter) deadline."""
+        loop = asyncio.get_running_loop()
+        read = asyncio.ensure_future(anext(events))
+        try:
+            while not read.done():
+                remaining = deadline.due() - loop.time()
+                if remaining <= 0:
+                    raise deadline.expired(loop.time())
+                waiting: set[asyncio.Future[Any]] = {read}
+                signal: asyncio.Task[bool] | None = None
+                if self.region.probe_ok is not False:  # once it failed, due() already says so
+                    signal = asyncio.create_task(self.region.hang_suspected.wait())
+                    waiting.add(signal)
+                try:
+                    await asyncio.wait(waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if signal is not None:
+                        signal.cancel()
+            try:
+                return read.result()
+            except StopAsyncIteration:
+                raise RegionDisconnected(
+                    f"region {self.region.id} ended the stream", region=self.region.id
+                ) from None
+        finally:
+            if not read.done():
+                read.cancel()
+                await asyncio.wait([read])
+                if not read.cancelled():
+                    read.exception()  # retrieved: it lost the race, nobody reads it
+
+    def _ended(self, ev: RegionEvent) -> bool:
+        """Fold ``ev`` into the turn's progress; True when it ended the attempt cleanly."""
+        region = self.region
+        if isinstance(ev, ClauseAudio):
+            self.progress.voiced(ev.clause.text)
+        elif isinstance(ev, TextDelta):
+            self.progress.text(ev.delta)
+        elif isinstance(ev, Transcript):
+            self.progress.transcript = ev.text
+        elif isinstance(ev, TurnRejected):
+            self.disposition = Disposition.RELEASE
+            raise RegionBusy(
+                ev.message or f"region {region.id} is busy", region=region.id, retry_after_s=ev.retry_after_s
+            )
+        elif isinstance(ev, TurnDone):
+            self.disposition = Disposition.RELEASE
+            if ev.status == "failed":
+                raise RegionError(
+                    f"region {region.id} failed the turn: {ev.error}", region=region.id, code="turn_failed"
+                )
+            self.done = ev
+            return True
+        elif isinstance(ev, TurnError) and ev.turn_id:
+            self.disposition = Disposition.RELEASE
+            if ev.code in CLIENT_ERROR_CODES:
+                self.client_error = ev
+                return True
+            raise RegionError(f"region {region.id}: {ev.code}: {ev.message}", region=region.id, code=ev.code)
+        return False
+
+    def _hand_back(self, conn: RegionConnection, events: AsyncIterator[RegionEvent]) -> None:
+        if self.disposition is Disposition.DRAIN:
+            drain = drain_turn(conn, events, self._pool, self._cancelled)
+            self._pool.track(asyncio.create_task(drain, name=f"drain-{self.region.id}"))
+        elif self.disposition is Disposition.RELEASE:
+            self._pool.release(conn)
+        else:
+            self._pool.discard(conn)
+
+
+async def drain_turn(
+    conn: RegionConnection,
+    events: AsyncIterator[RegionEvent],
+    pool: ConnectionPool,
+    cancelled: dict[str, int],
+) -> None:
+    """Read a cancelled turn to its end so the connection can serve the next turn."""
+    try:
+        async with asyncio.timeout(DRAIN_TIMEOUT_S):
+            async for ev in events:
+                if isinstance(ev, TurnDone | TurnRejected) or (isinstance(ev, TurnError) and ev.turn_id):
+                    cancelled["drained"] += 1
+                    pool.release(conn)
+                    return
+    except (TimeoutError, RegionError):
+        pass
+    cancelled["dropped"] += 1
+    pool.discard(conn)

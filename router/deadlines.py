@@ -1,0 +1,87 @@
+"""One attempt's deadline: which stage the region's answer is in, and how long it may stay silent.
+
+Every sign of life moves the deadline: while the region transcribes, by its time to first audio;
+once it speaks, by how long it takes to voice what is left. Each is derived from the region's own
+latency (``RegionHealth``), stretched by ``slack`` when no other region is left. A failed health
+probe of the region caps the deadline at a short confirmation after the last event heard
+(``RegionHealth.hang_cutoff``), so a hung region is left early.
+
+Pure bookkeeping over loop times: ``router.attempt`` reads the socket and asks ``due()``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from router import metrics
+from router.health import RegionHealth
+from wire.client import ClauseAudio, RegionEvent
+from wire.errors import FirstByteTimeout
+from wire.turn import Transcript, TurnQueued
+
+
+class Stage(enum.Enum):
+    """What the attempt is waiting for (the value is the wording of the timeout message)."""
+
+    FIRST_BYTE = "first byte"
+    """Nothing heard from the region yet."""
+    TRANSCRIPT = "transcript"
+    """The region answered; its transcript (or first audio) has not arrived."""
+    AUDIO = "audio"
+    """The transcript arrived; the first audio has not."""
+    SPEAKING = "progress after audio"
+    """Audio is flowing: each silence is held to the stall deadline."""
+
+
+class AttemptDeadline:
+    """The deadline state machine of one region attempt."""
+
+    def __init__(self, region: RegionHealth, *, started: float, slack: float = 1.0) -> None:
+        self.region = region
+        self.slack = slack
+        self.started = started
+        self.stage = Stage.FIRST_BYTE
+        self.last_event = started
+        self.last_audio = started
+        self.deadline = started + slack * region.first_byte_deadline_s()
+
+    def heard(self, ev: RegionEvent, now: float) -> None:
+        """An event arrived at ``now``: advance the stage and feed the region's latency measures."""
+        self.last_event = now
+        if self.stage is Stage.FIRST_BYTE:
+            self.region.observe_first_byte(now - self.started)
+            self.stage = Stage.TRANSCRIPT
+        if isinstance(ev, ClauseAudio):
+            if self.stage is not Stage.SPEAKING:
+                self.stage = Stage.SPEAKING
+                self.region.observe_ttfa(now - self.started)
+                metrics.TTFA.labels(self.region.id).observe(now - self.started)
+            else:
+                self.region.observe_clause_gap(now - self.last_audio, len(ev.clause.text))
+            self.last_audio = now
+        elif isinstance(ev, Transcript):
+            self.stage = Stage.AUDIO
+
+    def rearm(self, ev: RegionEvent, now: float, pending_chars: int) -> None:
+        """Move the deadline after ``ev`` (heard at ``now``); ``pending_chars`` of text await audio."""
+        r, slack = self.region, self.slack
+        if isinstance(ev, TurnQueued):
+            self.deadline = now + ev.estimated_wait_s + slack * r.first_audio_deadline_s()
+        elif self.stage is Stage.TRANSCRIPT:
+            self.deadline = now + slack * r.first_audio_deadline_s()
+        else:
+            self.deadline = now + slack * r.stall_deadline_s(pending_chars)
+
+    def due(self) -> float:
+        """When to give up if nothing arrives: the deadline, or sooner once a probe has failed."""
+        cutoff = self.region.hang_cutoff(self.last_event)
+        return self.deadline if cutoff is None else min(self.deadline, cutoff)
+
+    def expired(self, now: float) -> FirstByteTimeout:
+        """The error that fails the attempt over when ``due()`` passed at ``now``."""
+        why = " after a failed health probe" if self.region.probe_ok is False else ""
+        return FirstByteTimeout(
+            f"region {self.region.id}: silent for {now - self.last_event:.2f}s{why}"
+            f" (waiting for {self.stage.value})",
+            region=self.region.id,
+        )

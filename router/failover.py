@@ -1,0 +1,173 @@
+"""One turn's way through the regions: try the best, fail over on a failure, degrade when out of options.
+
+A turn fails over on a connect failure, a missed deadline (first byte, first audio, or a stall
+mid-answer; each derived from the region's own latency), a ``busy`` answer, a region-side turn
+error, or the connection dropping mid-answer. The next region gets the transcript (no second STT)
+and the text the user already heard, and continues after it. Failovers are bounded per turn
+(``max_attempts``) and across turns (the router's ``TokenBucket``). With no allowed region left the
+turn ends in ``Degraded``. Each region's try is a ``RegionAttempt`` (``router.attempt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
+
+from router import metrics
+from router.api import Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
+from router.attempt import RegionAttempt
+from router.continuation import TurnProgress
+from router.failover_log import FailoverRecord
+from router.health import RegionHealth, Score
+from wire.client import ClauseAudio
+from wire.errors import BreakerOpen, RegionBusy, RegionError
+from wire.turn import TurnStart
+
+if TYPE_CHECKING:
+    from router.core import Router
+
+log = logging.getLogger(__name__)
+
+
+class TurnFailover:
+    """One per turn: the regions tried, the last failure, the attempts spent; ``run()`` serves it."""
+
+    def __init__(
+        self, router: Router, session: SessionRouting, start: TurnStart, audio: bytes | None
+    ) -> None:
+        self.router = router
+        self.session = session
+        self.start = start
+        self.audio = audio
+        self.progress = TurnProgress(heard_text=start.heard_text, transcript=start.transcript)
+        self.tried: list[str] = []
+        self.failed: RegionError | None = None
+        self.failed_at = 0.0
+        """When ``failed`` happened (perf_counter): the gap to the next region's audio starts here."""
+        self.attempts = 0
+
+    def give_up_reason(self, ranked: list[tuple[RegionHealth, Score]]) -> str:
+        """Why the turn must degrade now, or ``""`` to try ``ranked[0]``. Spends a retry token."""
+        r = self.router
+        if not ranked:
+            return (
+                self.failed.code
+                if isinstance(self.failed, RegionBusy)
+                else r.nothing_left_reason(self.session)
+            )
+        if self.attempts >= r.settings.max_attempts:
+            return "retry_limit"
+        if self.attempts and not r.budget.take():
+            return "retry_budget_exhausted"
+        return ""
+
+    async def run(self) -> AsyncGenerator[RoutedEvent, None]:
+        r = self.router
+        if r.breakers.storage.blocking:
+            await r.breakers.refresh(list(r.regions))  # see other replicas' verdicts
+        while True:
+            ranked = r.rank(self.session, exclude=set(self.tried))
+            reason = self.give_up_reason(ranked)
+            if reason:
+                yield self._degrade(reason)
+                return
+            region = ranked[0][0]
+            r.pool.keep_warm([h.id for h, _ in ranked[: r.settings.warm_regions]])
+            try:
+                await r.breakers.admit(region.id)
+            except BreakerOpen:
+                self.tried.append(region.id)  # another turn holds its half-open trial: next one
+                continue
+            self.attempts += 1
+            self.tried.append(region.id)
+            if self.failed is not None:
+                yield self._failed_over(self.failed, region.id)
+            yield Routed(region=region.id, attempt=self.attempts)
+            metrics.TURNS.labels(region.id).inc()
+            slack = r.settings.last_resort_slack if len(ranked) == 1 else 1.0
+            attempt = RegionAttempt(
+                region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled, slack=slack
+            )
+            t0 = time.perf_counter()
+            try:
+                async with contextlib.aclosing(attempt.events()) as events:
+                    async for ev in events:
+                        if self.failed is not None and isinstance(ev, ClauseAudio):
+                            self._note_gap(attempt.warm)
+                        yield ev
+            except RegionError as exc:
+                await r.breakers.record(region.id, exc)
+                if not isinstance(exc, RegionBusy):
+                    region.observe_failure()
+                log.warning(
+                    "turn %s: region %s failed (%s): %s", self.start.turn_id, region.id, exc.code, exc
+                )
+                self.failed, self.failed_at = exc, time.perf_counter()
+                continue
+            except BaseException:
+                r.breakers.release(region.id)  # cancelled by the caller: no verdict on the region
+                raise
+            if attempt.client_error is not None:
+                r.breakers.release(region.id)
+                yield attempt.client_error
+                return
+            await r.breakers.record(region.id, None)
+            region.observe_success(time.perf_counter() - t0)
+            r.sticky.stick(self.session.session_id, region.id)
+            if attempt.done is not None:
+                yield attempt.done
+            return
+
+    def _note_gap(self, warm: bool | None) -> None:
+        """The next region's first audio: the failover is over. Noted on this turn's own record."""
+        gap = time.perf_counter() - self.failed_at
+        self.router.failovers.note_gap(self.session.session_id, self.start.turn_id, gap, warm)
+        self.failed = None
+
+    def _record(
+        self, from_region: str | None, to_region: str | None, reason: str, detail: str
+    ) -> FailoverRecord:
+        return FailoverRecord(
+            at=FailoverRecord.now(),
+            session=self.session.session_id,
+            turn_id=self.start.turn_id,
+            from_region=from_region,
+            to_region=to_region,
+            reason=reason,
+            detail=detail,
+            heard_chars=len(self.progress.heard_text),
+        )
+
+    def _failed_over(self, exc: RegionError, to: str) -> FailedOver:
+        metrics.FAILOVERS.labels(exc.region, exc.code).inc()
+        self.router.failovers.failed_over(self._record(exc.region, to, exc.code, exc.message))
+        return FailedOver(
+            from_region=exc.region, to_region=to, reason=exc.code, heard_text=self.progress.heard_text
+        )
+
+    def _degrade(self, reason: str) -> Degraded:
+        failed = self.failed
+        metrics.DEGRADED.labels(reason).inc()
+        log.warning(
+            "turn %s (session %s) degraded: %s%s",
+            self.start.turn_id,
+            self.session.session_id,
+            reason,
+            f" (last failure: {failed.code})" if failed is not None else "",
+        )
+        record = self._record(
+            failed.region if failed is not None else None,
+            None,
+            reason,
+            failed.message if failed is not None else "",
+        )
+        self.router.failovers.degraded_turn(record)
+        return Degraded(
+            reason=reason,
+            unvoiced_text=self.progress.unvoiced_text,
+            transcript=self.progress.transcript or "",
+            tried=tuple(self.tried),
+        )

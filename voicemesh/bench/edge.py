@@ -1,0 +1,297 @@
+"""``voicemesh bench edge``: what one edge process holds, and what it adds to each audio chunk.
+
+1. Idle sessions: open N Realtime sessions against an edge subprocess; its resident memory before
+   and after gives memory per session; a sample of sessions must still answer.
+2. Active streams: N sessions stream audio at real time (40 ms appends, speech and silence) into an
+   edge pinned to one core; its CPU time over the window gives streams per core, and the time for a
+   ``clear`` to come back after the window shows whether it kept up (no backlog).
+3. Relay overhead: the same text turns against a real region, directly (``wire.client``) and
+   through the edge (stock ``openai`` client); the edge's own time per relayed audio chunk
+   (router hand-over -> on the socket) p50/p99, and time to first audio side by side.
+
+Parts 1 and 2 load the edge over raw websockets rather than the SDK (``voicemesh.realtime``'s
+client): a thousand SDK connections would spend this machine's CPU on the client's own event
+models, inside the measurement. They send the same events, built by ``voicemesh.realtime``'s
+``session_config``, ``append_event`` and ``pcm_chunks``; part 3 uses the client itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from websockets.asyncio.client import ClientConnection, connect
+
+from edge.settings import EdgeSettings
+from voicemesh.processes import cpu_seconds, free_port, rss_mib, spawn, wait_healthy
+from voicemesh.processes import stop as stop_process
+from voicemesh.realtime import (
+    Reply,
+    append_event,
+    collect_reply,
+    pcm_chunks,
+    session_config,
+    tick,
+)
+from voicemesh.realtime import connect as realtime_connect
+from voicemesh.speech import espeak
+from wire.audio import CLIENT_RATE, float_to_pcm16
+
+Report = Callable[[str], None]
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+class EdgeProcess:
+    """``voicemesh edge serve`` in a subprocess (optionally pinned to one core), no reachable region."""
+
+    def __init__(self, settings: EdgeSettings, *, core: int | None = None) -> None:
+        self.port = free_port()
+        self.key = settings.api_keys[0]
+        cmd = [
+            sys.executable, "-m", "voicemesh.cli.main", "edge", "serve", "--region", "nowhere=http://127.0.0.1:9",
+            "--port", str(self.port), "--vad-model", settings.vad_model,
+            "--max-sessions-per-key", "100000", "--connect-burst", "100000",
+        ]  # fmt: skip
+        if core is not None and shutil.which("taskset"):
+            cmd = ["taskset", "-c", str(core), *cmd]
+        env = {**os.environ, "VOICEMESH_API_KEY": self.key}
+        self.log = Path(tempfile.gettempdir()) / f"voicemesh-bench-edge-{self.port}.log"
+        self.proc = spawn(cmd, log_path=self.log, env=env)
+        self.url = f"ws://127.0.0.1:{self.port}/v1/realtime?model=bench"
+
+    async def ready(self) -> None:
+        await wait_healthy(
+            f"http://127.0.0.1:{self.port}/health", timeout_s=30, process=self.proc, log_path=self.log,
+            what="the benchmarked edge",
+        )  # fmt: skip
+        await asyncio.sleep(2.5)  # let Piper finish loading before measuring memory
+
+    async def vad_stats(self) -> dict[str, Any]:
+        async with httpx.AsyncClient() as http:
+            r = await http.get(
+                f"http://127.0.0.1:{self.port}/status", headers={"Authorization": f"Bearer {self.key}"}
+            )
+            stats: dict[str, Any] = r.json()["edge"]["vad"]
+            return stats
+
+    async def open(self) -> ClientConnection:
+        ws = await connect(
+            self.url, additional_headers={"Authorization": f"Bearer {self.key}"}, max_size=None
+        )
+        await ws.recv()  # session.created
+        return ws
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+
+
+async def _roundtrip(ws: ClientConnection, event: dict[str, Any], until: str) -> float:
+    t0 = time.perf_counter()
+    await ws.send(json.dumps(event))
+    while json.loads(await ws.recv())["type"] != until:
+        pass
+    return time.perf_counter() - t0
+
+
+async def bench_idle(settings: EdgeSettings, n: int, report: Report) -> dict[str, float]:
+    edge = EdgeProcess(settings)
+    try:
+        await edge.ready()
+        before = rss_mib(edge.proc.pid)
+        sockets: list[ClientConnection] = []
+        for i in range(0, n, 50):
+            sockets += await asyncio.gather(*(edge.open() for _ in range(min(50, n - i))))
+            report(f"idle sessions: {len(sockets)}/{n} open")
+        await asyncio.sleep(1.0)
+        after = rss_mib(edge.proc.pid)
+        sample = sockets[:: max(1, n // 20)]
+        update = {"type": "session.update", "session": session_config(instructions="still there?")}
+        latencies = await asyncio.gather(*(_roundtrip(ws, update, "session.updated") for ws in sample))
+        await asyncio.gather(*(ws.close() for ws in sockets))
+        return {
+            "sessions": float(n),
+            "rss_before_mb": before,
+            "rss_after_mb": after,
+            "kb_per_session": (after - before) * 1024 / n,
+            "update_p50_ms": _pct(latencies, 50) * 1000,
+        }
+    finally:
+        edge.stop()
+
+
+def _speech_loop(seconds: float) -> np.ndarray:
+    """espeak-ng speech with pauses, looped to ``seconds`` at 24 kHz (so VAD sees both)."""
+    speech = espeak("Turn on the lights in the kitchen please.", CLIENT_RATE)
+    one = np.concatenate([speech, np.zeros(CLIENT_RATE, dtype=np.float32)])
+    return np.tile(one, int(seconds * CLIENT_RATE / len(one)) + 2)
+
+
+async def bench_streams(
+    settings: EdgeSettings, n: int, seconds: float, report: Report, chunk_ms: int = 40
+) -> dict[str, float]:
+    edge = EdgeProcess(settings, core=0)
+    # Whole chunks only, serialised once: the generator's own cost stays out of the measurement.
+    chunks = [append_event(c) for c in pcm_chunks(float_to_pcm16(_speech_loop(seconds + 2)), chunk_ms)[:-1]]
+    try:
+        await edge.ready()
+        sockets = [await edge.open() for _ in range(n)]
+        no_reply = {"type": "session.update", "session": session_config(create_response=False)}
+        await asyncio.gather(*(_roundtrip(ws, no_reply, "session.updated") for ws in sockets))
+        report(
+            f"active streams: {n} sessions, {chunk_ms} ms appends for {seconds:.0f} s, edge pinned to core 0"
+        )
+        vad0 = await edge.vad_stats()
+        cpu0, t0 = cpu_seconds(edge.proc.pid), time.monotonic()
+        n_chunks = int(seconds * 1000 / chunk_ms)
+
+        async def stream(ws: ClientConnection, offset: int) -> None:
+            start = time.monotonic()
+            for k in range(n_chunks):
+                await ws.send(chunks[(offset + k) % len(chunks)])
+                await tick(start, k + 1, chunk_ms / 1000)
+
+        async def drain(ws: ClientConnection) -> None:
+            with contextlib.suppress(TimeoutError, Exception):
+                while True:
+                    await asyncio.wait_for(ws.recv(), 0.5)
+
+        drains = [asyncio.create_task(drain(ws)) for ws in sockets]
+        await asyncio.gather(*(stream(ws, i * 7) for i, ws in enumerate(sockets)))
+        wall, cpu = time.monotonic() - t0, cpu_seconds(edge.proc.pid) - cpu0
+        for d in drains:
+            d.cancel()
+        backlog = await asyncio.gather(
+            *(
+                _roundtrip(ws, {"type": "input_audio_buffer.clear"}, "input_audio_buffer.cleared")
+                for ws in sockets
+            )
+        )
+        vad1 = await edge.vad_stats()
+        await asyncio.gather(*(ws.close() for ws in sockets))
+        calls, chunks_run = vad1["calls"] - vad0["calls"], vad1["chunks"] - vad0["chunks"]
+        used = cpu / wall
+        return {
+            "streams": float(n),
+            "wall_s": wall,
+            "edge_cpu_cores": used,
+            "streams_per_core": n / used if used else 0.0,
+            "backlog_p50_ms": _pct(backlog, 50) * 1000,
+            "backlog_p99_ms": _pct(backlog, 99) * 1000,
+            "vad_calls": float(calls),
+            "vad_chunks": float(chunks_run),
+            "mean_batch": chunks_run / calls if calls else 0.0,
+            "batched_model": float(bool(vad1["batched"])),
+        }
+    finally:
+        edge.stop()
+
+
+async def bench_relay(
+    settings: EdgeSettings, region_url: str, turns: int, report: Report
+) -> dict[str, float]:
+    from edge.server import EdgeTask
+    from router.core import Router
+    from router.registry import RegionRecord, Registry
+    from router.settings import RouterSettings
+    from wire.client import RegionConnection, collect_turn
+    from wire.turn import TurnStart
+
+    prompt = "Name three colours of the rainbow."
+    port = free_port()
+    settings = replace(settings, port=port)
+    router = Router(
+        RouterSettings(stall_floor_s=10, first_audio_floor_s=20),
+        registry=Registry(regions=[RegionRecord(id="bench", url=region_url)]),
+    )
+    await router.start()
+    server = await EdgeTask.start(settings, router, relay_timing=True)
+    direct_ttfa: list[float] = []
+    edge_ttfa: list[float] = []
+    try:
+        conn = await RegionConnection.open(region_url, region="bench")
+        for i in range(turns):
+            start = TurnStart(turn_id=f"direct-{i}", text=prompt, max_output_tokens=40, temperature=0.0)
+            res = await collect_turn(conn, start)
+            if res.first_audio_s is not None:
+                direct_ttfa.append(res.first_audio_s)
+            async with realtime_connect(f"ws://127.0.0.1:{port}/v1", settings.api_keys[0], model="b") as rt:
+                await rt.recv()
+                await rt.session.update(session=session_config(max_output_tokens=40))  # type: ignore[arg-type]
+                await rt.conversation.item.create(
+                    item={
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": prompt}],
+                    }
+                )
+                t0 = time.monotonic()
+                await rt.response.create()
+                reply = await collect_reply(rt, Reply(), started_at=t0)
+                if reply.first_audio_s is not None:
+                    edge_ttfa.append(reply.first_audio_s)
+            report(f"relay: turn {i + 1}/{turns}")
+        await conn.close()
+    finally:
+        await server.aclose()
+    relay = server.services.relay_times or []
+    return {
+        "chunks": float(len(relay)),
+        "relay_p50_ms": _pct(relay, 50) * 1000,
+        "relay_p99_ms": _pct(relay, 99) * 1000,
+        "direct_ttfa_p50_ms": _pct(direct_ttfa, 50) * 1000,
+        "edge_ttfa_p50_ms": _pct(edge_ttfa, 50) * 1000,
+    }
+
+
+async def run_bench(
+    settings: EdgeSettings,
+    *,
+    region_url: str | None,
+    n_idle: int,
+    n_streams: int,
+    seconds: float,
+    n_turns: int,
+    report: Report,
+    out: Callable[[str], None],
+    chunk_sizes: tuple[int, ...] = (40, 100),
+) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    idle = results["idle"] = await bench_idle(settings, n_idle, report)
+    out(
+        f"idle sessions: {n_idle} open, RSS {idle['rss_before_mb']:.0f} -> {idle['rss_after_mb']:.0f} MB, "
+        f"{idle['kb_per_session']:.0f} KB per session; session.update p50 {idle['update_p50_ms']:.1f} ms"
+    )
+    for chunk_ms in chunk_sizes:
+        s = results[f"streams_{chunk_ms}ms"] = await bench_streams(
+            settings, n_streams, seconds, report, chunk_ms
+        )
+        out(
+            f"active streams ({chunk_ms} ms appends): {n_streams} at real time used "
+            f"{s['edge_cpu_cores']:.2f} core -> {s['streams_per_core']:.0f} streams per core; backlog "
+            f"p50 {s['backlog_p50_ms']:.1f} ms p99 {s['backlog_p99_ms']:.1f} ms; VAD {s['vad_chunks']:.0f} "
+            f"chunks in {s['vad_calls']:.0f} calls (mean batch {s['mean_batch']:.1f}, "
+            f"{'batched' if s['batched_model'] else 'per-stream'} model)"
+        )
+    if region_url:
+        r = results["relay"] = await bench_relay(settings, region_url, n_turns, report)
+        out(
+            f"relay: {r['chunks']:.0f} audio chunks, edge time per chunk p50 {r['relay_p50_ms']:.3f} ms "
+            f"p99 {r['relay_p99_ms']:.3f} ms; time to first audio p50 direct "
+            f"{r['direct_ttfa_p50_ms']:.0f} ms vs through the edge {r['edge_ttfa_p50_ms']:.0f} ms"
+        )
+    return results
