@@ -1,4 +1,5 @@
-"""What crosses the wire between voicemesh tiers: the region turn protocol, audio formats, errors.
+"""What voicemesh tiers share: the region turn protocol and its client, audio formats, the error
+hierarchy, and a few primitives every tier needs (``rates``, ``text``, ``files``, ``tasks``).
 
 This package imports no tier. Edges, routers and regions all speak through it.
 """

@@ -107,8 +107,7 @@ class _Watch:
         parts = [f"{self.what} {problem}"]
         if tail:
             parts.append(f"last lines of {self.log_path}:\n{tail}")
-        elif self.log_path is None:
-            parts.append("see its output above")
+        # Without a log file there is nothing more to point at than the hint (or its own output).
         log = f"see {self.log_path} for the whole log" if self.log_path else "check its output"
         parts.append(self.hint or log)
         return ProcessStartError("\n".join(parts))
