@@ -2,12 +2,15 @@
 
 * ``GET /v1/realtime``  WebSocket, OpenAI Realtime protocol (auth at the handshake)
 * ``POST /v1/realtime/client_secrets``  mint a short-lived ``ek_`` secret from an API key
-* ``GET /status``  the router's view of the regions plus the edge's own counters (authenticated)
+* ``GET /status``  the router's view of the regions plus the edge's own counters (admin scope)
 * ``GET /health``  liveness, unauthenticated
 * ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
 
-Refusals at the handshake are real HTTP responses (401 bad credentials, 429 limits) sent through
-the ASGI WebSocket denial-response extension, with a JSON body saying why.
+Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
+400 bad request, 401 bad credentials, 403 missing scope, 408 handshake too slow, 429 limits, 431
+oversized credential. At the handshake they go through the ASGI WebSocket denial-response
+extension. The handshake is bounded in time, and so is a session: ``max_session_s`` in all, and
+``idle_timeout_s`` without a client event (an ``error`` event says which, then the socket closes).
 """
 
 from __future__ import annotations
@@ -21,12 +24,20 @@ from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
 from litestar.connection import ASGIConnection, WebSocket
-from litestar.exceptions import HTTPException, NotAuthorizedException, WebSocketDisconnect
+from litestar.exceptions import WebSocketDisconnect
 from litestar.response import Response as HttpResponse
-from litestar.status_codes import HTTP_401_UNAUTHORIZED, HTTP_429_TOO_MANY_REQUESTS
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
-from edge.auth import KEY_SUBPROTOCOL, Principal, bearer_token
+from edge.auth import (
+    ADMIN,
+    KEY_SUBPROTOCOL,
+    CredentialTooLarge,
+    Forbidden,
+    NotAuthenticated,
+    Principal,
+    bearer_token,
+)
+from edge.client_secrets import MintRequest
 from edge.events import error_event
 from edge.limits import RateLimited, TooManySessions
 from edge.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
@@ -39,12 +50,34 @@ from wire.errors import ProtocolError, VoicemeshError
 log = logging.getLogger("voicemesh.edge")
 
 
-def _status_for(exc: ProtocolError) -> int:
-    return (
-        HTTP_429_TOO_MANY_REQUESTS
-        if isinstance(exc, RateLimited | TooManySessions)
-        else HTTP_401_UNAUTHORIZED
-    )
+class HandshakeTimeout(ProtocolError):
+    code = "handshake_timeout"
+
+
+class SessionIdle(ProtocolError):
+    code = "session_idle_timeout"
+
+
+class SessionExpired(ProtocolError):
+    code = "session_expired"
+
+
+def _status_for(exc: VoicemeshError) -> int:
+    """The HTTP status of a refusal: the most specific class first."""
+    for kind, status in (
+        (CredentialTooLarge, 431),
+        (NotAuthenticated, 401),
+        (Forbidden, 403),
+        (HandshakeTimeout, 408),
+        (RateLimited | TooManySessions, 429),
+    ):
+        if isinstance(exc, kind):
+            return status
+    return 400
+
+
+def _error_body(exc: VoicemeshError) -> dict[str, Any]:
+    return {"error": {"type": "invalid_request_error", "code": exc.code, "message": exc.message}}
 
 
 def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
@@ -54,15 +87,25 @@ def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
 
 async def _authenticate(conn: ASGIConnection[Any, Any, Any, Any], subprotocols: list[str]) -> Principal:
     services = _services(conn)
-    principal = await services.auth.authenticate(bearer_token(conn.headers, subprotocols))
+    try:
+        # Credentials may be looked up in Redis: bounded there too, this bounds the whole check.
+        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
+            return await services.auth.authenticate(bearer_token(conn.headers, subprotocols))
+    except TimeoutError as exc:
+        raise HandshakeTimeout("checking the credentials took too long: try again") from exc
+
+
+async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> Principal:
+    """Who is connecting, within their key's connect rate and session cap (a slot is taken)."""
+    services = _services(socket)
+    principal = await _authenticate(socket, subprotocols)
     services.limits.check_rate(principal.key_id)
+    services.limits.acquire(principal.key_id)
     return principal
 
 
 async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
-    body = json.dumps(
-        {"error": {"type": "invalid_request_error", "code": exc.code, "message": exc.message}}
-    ).encode()
+    body = json.dumps(_error_body(exc)).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
         start: WebSocketResponseStartEvent = {
@@ -73,7 +116,7 @@ async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
         await socket.send(start)
         await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
     else:  # servers without the extension answer a pre-accept close with 403
-        await socket.close(code=4401 if _status_for(exc) == HTTP_401_UNAUTHORIZED else 4429, reason=exc.code)
+        await socket.close(code=4000 + _status_for(exc), reason=exc.code)
 
 
 @websocket("/v1/realtime")
@@ -81,8 +124,7 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
     services = _services(socket)
     subprotocols: list[str] = list(socket.scope.get("subprotocols") or [])
     try:
-        principal = await _authenticate(socket, subprotocols)
-        services.limits.acquire(principal.key_id)
+        principal = await _admit(socket, subprotocols)
     except ProtocolError as exc:
         await _deny(socket, exc)
         return
@@ -114,13 +156,12 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
     try:
         await services.sessions.save(state)
         await session.open()
-        async with asyncio.timeout(settings.limits.max_session_s):
-            async for raw in _frames(socket):
-                await session.handle(raw)
-    except TimeoutError:
+        async for raw in _frames(socket, settings.limits.idle_timeout_s, settings.limits.max_session_s):
+            await session.handle(raw)
+    except (SessionIdle, SessionExpired) as exc:
         with contextlib.suppress(Exception):
-            await send(error_event(ProtocolError("maximum session duration reached", code="session_expired")))
-            await socket.close(code=1000, reason="session_expired")
+            await send(error_event(exc))
+            await socket.close(code=1000, reason=exc.code)
     except (WebSocketDisconnect, ConnectionError):
         pass
     finally:
@@ -131,9 +172,23 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
             await services.sessions.delete(state.id)
 
 
-async def _frames(socket: WebSocket[Any, Any, Any]) -> AsyncIterator[str | bytes]:
+async def _frames(
+    socket: WebSocket[Any, Any, Any], idle_s: float, max_session_s: float
+) -> AsyncIterator[str | bytes]:
+    """The client's frames; raises ``SessionIdle`` or ``SessionExpired`` when its time is up."""
+    loop = asyncio.get_running_loop()
+    ends_at = loop.time() + max_session_s
     while True:
-        message = await socket.receive()
+        # One timeout per receive, the nearer of the two deadlines (no nested timeouts).
+        try:
+            async with asyncio.timeout(min(idle_s, ends_at - loop.time())):
+                message = await socket.receive()
+        except TimeoutError:
+            if loop.time() >= ends_at:
+                raise SessionExpired("maximum session duration reached") from None
+            raise SessionIdle(
+                f"no client event for {idle_s:g} s: session closed (send events, or reconnect)"
+            ) from None
         if message["type"] == "websocket.disconnect":
             return
         text = message.get("text")
@@ -143,45 +198,33 @@ async def _frames(socket: WebSocket[Any, Any, Any]) -> AsyncIterator[str | bytes
 
 @post("/v1/realtime/client_secrets", status_code=200)
 async def client_secrets(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """OpenAI's body (``expires_after``, ``session``) plus ``voicemesh.single_use`` (a secret good
+    for one handshake). Minting has its own rate bucket per key, apart from connects."""
     services = _services(request)
-    try:
-        principal = await _authenticate(request, [])
-    except ProtocolError as exc:
-        raise HTTPException(
-            status_code=_status_for(exc), detail=exc.message, extra={"code": exc.code}
-        ) from exc
+    principal = await _authenticate(request, [])
     if principal.via == "client_secret":
-        raise NotAuthorizedException("client secrets cannot mint client secrets: use an API key")
-    body: dict[str, Any] = {}
-    raw = await request.body()
-    if raw:
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise HTTPException(status_code=400, detail=f"body is not JSON: {exc}") from exc
-    seconds = (body.get("expires_after") or {}).get("seconds") if isinstance(body, dict) else None
-    if seconds is not None and (not isinstance(seconds, int) or not 10 <= seconds <= 7200):
-        raise HTTPException(status_code=400, detail="expires_after.seconds must be an integer in [10, 7200]")
-    value, expires_at = await services.auth.mint_client_secret(principal, seconds)
-    session = body.get("session") if isinstance(body, dict) else None
+        raise Forbidden("client secrets cannot mint client secrets: use an API key")
+    services.mint_limits.check_rate(principal.key_id)
+    mint = MintRequest.parse(await request.body())
+    value, expires_at = await services.auth.secrets.mint(principal.key_id, mint)
     return {
         "value": value,
         "expires_at": expires_at,
-        "session": session
-        if isinstance(session, dict)
-        else {"type": "realtime", "object": "realtime.session"},
+        "session": mint.session or {"type": "realtime", "object": "realtime.session"},
     }
 
 
 @get("/status")
 async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """Operations data: admin scope only (a browser's client secret never has it)."""
     services = _services(request)
-    try:
-        await _authenticate(request, [])
-    except ProtocolError as exc:
-        raise HTTPException(status_code=_status_for(exc), detail=exc.message) from exc
+    (await _authenticate(request, [])).require(ADMIN)
     return {
-        "edge": {"open_sessions": services.open_sessions, "vad": services.vad.status()},
+        "edge": {
+            "open_sessions": services.open_sessions,
+            "vad": services.vad.status(),
+            "store": services.store.status(),
+        },
         "router": services.router.status(),
     }
 
@@ -197,7 +240,7 @@ def metrics() -> HttpResponse[bytes]:
 
 
 def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpResponse[dict[str, Any]]:
-    return HttpResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=400)
+    return HttpResponse(_error_body(exc), status_code=_status_for(exc))
 
 
 def create_app(services: EdgeServices) -> Litestar:

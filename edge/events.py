@@ -9,6 +9,7 @@ Vendor additions stay inside what the SDK tolerates: ``response.metadata`` (a st
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,6 +18,7 @@ import pydantic
 from openai.types.realtime import realtime_server_event as rse
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
+from edge.limits import InvalidParam
 from wire.errors import BadEvent, ProtocolError
 
 Send = Callable[[str], Awaitable[None]]
@@ -45,14 +47,52 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
+MAX_JSON_INT = 2**53
+"""Largest integer magnitude read from a client: what every JSON implementation holds exactly.
+Bigger ones are refused at parsing, so none reaches msgpack (2**64), numpy or C (2**63)."""
+
+
+def _no_constant(name: str) -> None:
+    raise BadEvent(f"{name} is not JSON", code="invalid_json")
+
+
+def _check_values(value: Any, path: str = "") -> None:
+    """Refuse, naming the field, what JSON can say but the edge cannot hold: integers past
+    ``MAX_JSON_INT``, non-finite floats (``1e999``), and lone surrogates (``"\\ud800"``: no
+    character, and UTF-8, in every event the edge sends back and on the region's wire, cannot carry
+    one)."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidParam(f"{path or 'a key'}: a lone surrogate is not text", param=path) from exc
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, int):
+        if abs(value) > MAX_JSON_INT:
+            raise InvalidParam(f"{path}: integer out of range (|n| <= 2**53)", param=path)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidParam(f"{path}: number out of range", param=path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(key, path)
+            _check_values(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_values(item, f"{path}.{i}")
+
+
 def parse_client_event(raw: str | bytes) -> tuple[RealtimeClientEvent, str | None, str]:
     """``(event, client event_id, type)``; raises ``BadEvent`` (with a specific code) on bad input."""
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant)  # (Python reads NaN/Infinity by default)
     except (ValueError, RecursionError) as exc:
         raise BadEvent(f"event is not valid JSON: {exc}", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise BadEvent("event must be a JSON object", code="invalid_json")
+    _check_values(data)
     type_ = data.get("type")
     event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
     if not isinstance(type_, str) or not type_:
@@ -65,7 +105,7 @@ def parse_client_event(raw: str | bytes) -> tuple[RealtimeClientEvent, str | Non
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise BadEvent(f"invalid {type_}: {where}: {first['msg']}", code="invalid_value") from exc
+        raise InvalidParam(f"invalid {type_}: {where}: {first['msg']}", param=where) from exc
 
 
 def server_event(type_: str, **fields: Any) -> str:

@@ -1,5 +1,10 @@
 """A degraded turn, answered by the edge's own voice: the reply text a region produced but never
-voiced, or else the hold message; ``response.metadata`` says the edge served it and why."""
+voiced, or else the hold message; ``response.metadata`` says the edge served it and why.
+
+When the user already heard the region's answer up to a clause end and nothing is left unvoiced
+(the region died after its last audio), the edge says nothing: an apology would follow an answer
+that sounded complete, and the response simply completes.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +27,17 @@ class FallbackReply:
         metadata: dict[str, str],
         say: Callable[[str], Awaitable[None]],
         play: Callable[[Clause], None],
+        *,
+        voiced: bool = False,
     ) -> None:
-        """``say`` adds text the response did not have yet; ``play`` queues each spoken sentence."""
+        """``say`` adds what is spoken to the transcript; ``play`` queues each spoken sentence.
+        ``voiced``: region audio of this response was already played."""
+        text = ev.unvoiced_text.strip()
+        if not text and voiced:
+            return
         metadata.update(voicemesh_degraded="true", served_by="edge", voicemesh_degraded_reason=ev.reason)
         metadata.pop("voicemesh_region", None)
-        text = ev.unvoiced_text.strip()
-        if not text:
-            text = self.hold_message
-            await say(text)
+        text = text or self.hold_message
+        await say(text)
         async for sentence, pcm in self.voice.speak(text):
             play(Clause(sentence, pcm))

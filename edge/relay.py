@@ -1,8 +1,13 @@
 """A router's events for one response, turned into what the client sees: transcript deltas, audio
 clauses for the player, vendor events on routing/queueing/failover, and ``response.metadata``.
 
-Whatever way the router says it cannot finish (``Degraded``, a region error or rejection, a failed
-``turn.done``, or raising), the fallback voice answers instead.
+The transcript is what the user hears: a region's text is held back until the audio of its clause
+arrives (``HeldText``), so when a region dies mid-answer its unheard text is dropped and the
+transcript goes on with what the next region (or the edge's own voice) says.
+
+The router has classified every failure already, and the relay acts on its typed outcome:
+``ClientRefused`` is answered with an ``error`` event (the response then fails), ``Degraded`` by the
+fallback voice. A router that raises instead is treated the same way by the error's class.
 """
 
 from __future__ import annotations
@@ -11,14 +16,36 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from edge.events import VENDOR_FAILED_OVER, VENDOR_QUEUED, VENDOR_ROUTED
+from edge.events import VENDOR_FAILED_OVER, VENDOR_QUEUED, VENDOR_ROUTED, error_event
 from edge.fallback_reply import FallbackReply
 from edge.playback import Clause, Player
 from edge.response_frames import ResponseFrames
-from router.api import Degraded, FailedOver, Routed, RoutedEvent
+from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent
+from router.continuation import voiced_end
 from wire.client import ClauseAudio
-from wire.errors import VoicemeshError
-from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnError, TurnQueued, TurnRejected
+from wire.errors import ProtocolError, VoicemeshError
+from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnQueued
+
+
+@dataclass
+class HeldText:
+    """A region's reply text not yet voiced: released clause by clause as their audio arrives."""
+
+    pending: str = ""
+
+    def add(self, delta: str) -> None:
+        self.pending += delta
+
+    def voiced(self, clause: str) -> str:
+        """The text up to the end of ``clause`` (whose audio just arrived)."""
+        end = voiced_end(self.pending, clause)
+        released, self.pending = self.pending[:end], self.pending[end:]
+        return released
+
+    def take(self) -> str:
+        """Everything held (the region completed the turn: its text is the answer)."""
+        released, self.pending = self.pending, ""
+        return released
 
 
 @dataclass
@@ -32,6 +59,11 @@ class RouterRelay:
     text: list[str] = field(default_factory=list)
     """The reply text so far (transcript deltas sent)."""
     transcript: str | None = None
+    refused: ClientRefused | None = None
+    """Set when the request was refused as the client's error: the response fails."""
+    held: HeldText = field(default_factory=HeldText)
+    voiced: bool = False
+    """Some region audio of this response reached the player."""
 
     async def run(self) -> None:
         """Relay until the router's stream ends; then tell the player no more audio is coming."""
@@ -39,7 +71,9 @@ class RouterRelay:
             async for ev in self.events:
                 if not await self._relay(ev, time.perf_counter()):
                     break
-        except VoicemeshError as exc:  # a router that raises instead of degrading: still answer
+        except ProtocolError as exc:  # a router that raises instead of yielding its outcome
+            await self._refuse(ClientRefused.of(exc))
+        except VoicemeshError as exc:
             await self._degrade(Degraded(reason=exc.code))
         finally:
             self.player.put(None)
@@ -48,9 +82,11 @@ class RouterRelay:
         """Handle one event; ``False`` when the turn is over."""
         metadata = self.frames.metadata
         if isinstance(ev, ClauseAudio):
+            self.voiced = True
+            await self._say(self.held.voiced(ev.clause.text))
             self.player.put(Clause(ev.clause.text, ev.pcm, received))
         elif isinstance(ev, TextDelta):
-            await self._say(ev.delta)
+            self.held.add(ev.delta)
         elif isinstance(ev, Transcript):
             await self._transcribed(ev.text)
         elif isinstance(ev, Routed):
@@ -59,6 +95,7 @@ class RouterRelay:
         elif isinstance(ev, TurnAdmitted):
             metadata.setdefault("voicemesh_region", ev.region)
         elif isinstance(ev, FailedOver):
+            self.held.take()  # the failed region's unheard text: the next one continues after the heard
             metadata["voicemesh_failed_over_from"] = ev.from_region
             metadata["voicemesh_region"] = ev.to_region
             await self.frames.vendor(
@@ -71,19 +108,26 @@ class RouterRelay:
         elif isinstance(ev, Degraded):
             await self._degrade(ev)
             return False
-        elif isinstance(ev, TurnError | TurnRejected):
-            await self._degrade(Degraded(reason=ev.code))
+        elif isinstance(ev, ClientRefused):
+            await self._refuse(ev)
             return False
         elif isinstance(ev, TurnDone):
             metadata.setdefault("voicemesh_region", ev.region)
-            if ev.status == "failed":
+            if ev.status == "failed":  # the router fails over on these; should one slip through
                 await self._degrade(Degraded(reason=ev.error or "region_failed"))
+            else:
+                await self._say(self.held.take())
             return False
         return True
 
-    async def _say(self, delta: str) -> None:
-        self.text.append(delta)
-        await self.frames.content("response.output_audio_transcript.delta", delta=delta)
+    async def _say(self, text: str) -> None:
+        """Add ``text`` to the transcript (spaced from what came before when neither side is)."""
+        if not text:
+            return
+        if self.text and not self.text[-1][-1:].isspace() and not text[:1].isspace():
+            text = " " + text
+        self.text.append(text)
+        await self.frames.content("response.output_audio_transcript.delta", delta=text)
 
     async def _transcribed(self, text: str) -> None:
         if self.transcript is not None or self.frames.user_item_id is None:
@@ -95,4 +139,10 @@ class RouterRelay:
     async def _degrade(self, ev: Degraded) -> None:
         if ev.transcript:
             await self._transcribed(ev.transcript)
-        await self.fallback.speak(ev, self.frames.metadata, self._say, self.player.put)
+        self.held.take()  # ``ev.unvoiced_text`` is the same text, now spoken by the edge
+        await self.fallback.speak(ev, self.frames.metadata, self._say, self.player.put, voiced=self.voiced)
+
+    async def _refuse(self, ev: ClientRefused) -> None:
+        self.refused = ev
+        self.held.take()
+        await self.frames.send(error_event(ev.error(), param=ev.param))

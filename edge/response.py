@@ -2,13 +2,18 @@
 the audio are done, or ``cancel()`` stops both at once (barge-in or ``response.cancel``).
 
 Cancelling closes the router stream, which cancels the region's turn. The response's text for
-history is what was heard: everything when it completed, the fully sent clauses when cancelled.
+history is what was heard: everything when it completed, the fully sent clauses otherwise.
+
+Every response ends with ``response.done``: ``completed``, ``cancelled``, or ``failed`` with its
+``status_details.error`` (the client's error when the request was refused, ``server_error`` when
+something in the edge raised); only a closing session skips it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,6 +26,8 @@ from edge.relay import RouterRelay
 from edge.response_frames import ResponseFrames, Status
 from router.api import RoutedEvent
 from wire.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
 
 CancelReason = Literal["turn_detected", "client_cancelled"]
 
@@ -76,28 +83,23 @@ class Response:
         return self._cancel_reason is not None
 
     async def run(self) -> ResponseResult:
-        await self.frames.started()
-        relay = asyncio.create_task(self.relay.run(), name=f"{self.id}-router")
-        play = asyncio.create_task(self.player.play(), name=f"{self.id}-player")
-        self._tasks = [relay, play]
-        if self._cancel_reason is not None:  # cancelled before it began
-            relay.cancel()
-            play.cancel()
+        """Play the response out and close it with ``response.done``, whatever happened on the way
+        (unless the session itself is closing)."""
         status: Status = "completed"
+        error: dict[str, str] | None = None
         try:
-            await relay
-            await play
-        except asyncio.CancelledError:
-            if self._cancel_reason is None:
-                raise  # the session itself is closing
-            status = "cancelled"
-        finally:
-            await cancel_and_wait(*self._tasks, ignore=(Exception,))
-            with contextlib.suppress(Exception):
-                await self.events.aclose()  # type: ignore[attr-defined]
+            await self.frames.started()
+            status = await self._play_out()
+        except Exception as exc:  # a bug in the relay, the player or the router: still end it
+            log.exception("response %s failed", self.id)
+            status = "failed"
+            error = {"type": "server_error", "code": "internal_error", "message": type(exc).__name__}
+        if (refused := self.relay.refused) is not None and status != "cancelled":
+            status = "failed"
+            error = {"type": "invalid_request_error", "code": refused.code, "message": refused.message}
         full_text = "".join(self.relay.text).strip()
-        heard_text = " ".join(self.player.heard) if status == "cancelled" else full_text
-        await self.frames.finished(status, heard_text, self._cancel_reason)
+        heard_text = full_text if status == "completed" else " ".join(self.player.heard)
+        await self.frames.finished(status, heard_text, self._cancel_reason, error)
         return ResponseResult(
             status=status,
             heard_text=heard_text,
@@ -105,3 +107,24 @@ class Response:
             transcript=self.relay.transcript,
             metadata=self.metadata,
         )
+
+    async def _play_out(self) -> Status:
+        """Run the relay and the player to their end; ``cancelled`` when ``cancel()`` stopped them."""
+        relay = asyncio.create_task(self.relay.run(), name=f"{self.id}-router")
+        play = asyncio.create_task(self.player.play(), name=f"{self.id}-player")
+        self._tasks = [relay, play]
+        if self._cancel_reason is not None:  # cancelled before it began
+            relay.cancel()
+            play.cancel()
+        try:
+            await relay
+            await play
+        except asyncio.CancelledError:
+            if self._cancel_reason is None:
+                raise  # the session itself is closing
+            return "cancelled"
+        finally:
+            await cancel_and_wait(*self._tasks, ignore=(Exception,))
+            with contextlib.suppress(Exception):
+                await self.events.aclose()  # type: ignore[attr-defined]
+        return "completed"

@@ -42,8 +42,15 @@ class ResponseFrames:
         )
         await self.content("response.content_part.added", part={"type": "audio", "transcript": ""})
 
-    async def finished(self, status: Status, transcript: str, cancel_reason: str | None) -> None:
-        item = self._item("incomplete" if status == "cancelled" else "completed", transcript)
+    async def finished(
+        self,
+        status: Status,
+        transcript: str,
+        cancel_reason: str | None = None,
+        error: dict[str, str] | None = None,
+    ) -> None:
+        """Close the response; ``error`` (``type``, ``code``, ``message``) says why a failed one failed."""
+        item = self._item("completed" if status == "completed" else "incomplete", transcript)
         await self.content("response.output_audio.done")
         await self.content("response.output_audio_transcript.done", transcript=transcript)
         await self.content("response.content_part.done", part={"type": "audio", "transcript": transcript})
@@ -51,9 +58,11 @@ class ResponseFrames:
             server_event("response.output_item.done", response_id=self.id, output_index=0, item=item)
         )
         await self.send(server_event("conversation.item.done", item=item, previous_item_id=self.user_item_id))
-        details: dict[str, str] = {"type": status}
+        details: dict[str, Any] = {"type": status}
         if cancel_reason is not None:
             details["reason"] = cancel_reason
+        if error is not None:
+            details["error"] = error
         await self.send(server_event("response.done", response=self._response(status, [item], details)))
 
     def _item(self, status: str, transcript: str | None) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""Run an edge in the foreground (``voicemesh edge serve``, ``voicemesh up``) until ``stop`` is set."""
+"""Run an edge in the foreground (``voicemesh edge serve``, ``voicemesh up``) until ``stop`` is set.
+
+The HTTP server is uvicorn with its request head bounded in size and in time (``BoundedHttp``), at
+most ``max_sessions`` plus some headroom connections at once, and WebSocket messages bounded by the
+event size limit.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from edge.app import create_app
 from edge.services import EdgeServices
@@ -14,6 +20,93 @@ from edge.settings import EdgeSettings
 from router.api import TurnRouter
 
 Report = Callable[[str], None]
+
+
+_HEAD_TOO_LARGE = b"request head too large"
+
+
+class BoundedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a bounded request head, in size and in time.
+
+    uvicorn bounds neither. A client may send its head as slowly as it likes (slow-loris: each such
+    connection is held forever). And a WebSocket upgrade hands the head to the websockets-sansio
+    parser, which refuses a header line over 8 KiB (an 8 KB bearer token) but never sends its 400
+    (uvicorn 0.54 flushes nothing when the handshake request fails to parse): the client hangs.
+    Here a head over ``max_head_bytes`` is answered 431 and one not complete within
+    ``head_timeout_s`` 408, both closing the connection, before the app or the WebSocket parser.
+    """
+
+    max_head_bytes = 8192
+    head_timeout_s = 10.0
+
+    @classmethod
+    def bounded(cls, *, max_head_bytes: int, head_timeout_s: float) -> type[BoundedHttp]:
+        """This protocol with other bounds (uvicorn builds protocols from a class)."""
+        bounds = {"max_head_bytes": max_head_bytes, "head_timeout_s": head_timeout_s}
+        return type("BoundedHttp", (cls,), bounds)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_bytes = 0
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._start_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+        if self._head_timer is None:  # the next request on a kept-alive connection
+            self._start_head_timer()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._stop_head_timer()
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if self._head_bytes > self.max_head_bytes:
+            self._refuse(
+                431, "Request Header Fields Too Large", f"request head over {self.max_head_bytes} bytes"
+            )
+        else:
+            super().send_400_response(msg)
+
+    def _count(self, n: int) -> None:
+        self._head_bytes += n
+        if self._head_bytes > self.max_head_bytes:
+            raise ValueError(_HEAD_TOO_LARGE)  # httptools stops parsing; data_received answers 400
+
+    def _start_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timed_out)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            self._refuse(408, "Request Timeout", f"request head not received within {self.head_timeout_s} s")
+
+    def _refuse(self, status: int, reason: str, message: str) -> None:
+        body = message.encode()
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode() + body)
+        self.transport.close()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -27,11 +120,17 @@ async def serve_edge(
     services: EdgeServices | None = None,
 ) -> None:  # fmt: skip
     services = services or EdgeServices.build(settings, router)
+    limits = settings.limits
     config = uvicorn.Config(
         create_app(services), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
-        ws_max_size=4 * settings.limits.max_event_bytes, ws_ping_interval=20.0,
+        http=BoundedHttp.bounded(max_head_bytes=limits.max_head_bytes, head_timeout_s=limits.head_timeout_s),
+        ws_max_size=4 * limits.max_event_bytes, ws_ping_interval=20.0, ws_ping_timeout=20.0,
         # Base64 PCM barely compresses; deflate cost ~6 % of the edge's CPU at 200 streams.
         ws_per_message_deflate=False,
+        # Past this many connections plain HTTP requests get 503: sessions are capped (429) below it,
+        # and the headroom keeps /health and /metrics answering on a full edge.
+        limit_concurrency=limits.max_sessions + 256,
+        timeout_keep_alive=5,  # an idle kept-alive HTTP connection
     )  # fmt: skip
     server = _Uvicorn(config)
     task = asyncio.create_task(server.serve())

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from edge.auth import Authenticator
+from edge.client_secrets import ClientSecrets
 from edge.fallback_voice import FallbackVoice
 from edge.limits import KeyLimits
 from edge.protocols import FallbackSpeaker, Vad
 from edge.settings import EdgeSettings
+from edge.shared_store import EdgeStore
 from edge.state import SessionStore, open_store
 from edge.vad import VadBatcher
 from router.api import TurnRouter
@@ -30,6 +32,10 @@ class EdgeServices:
     sessions: SessionStore
     auth: Authenticator
     limits: KeyLimits
+    """Per key: open sessions and the connect bucket."""
+    mint_limits: KeyLimits
+    """Per key: the bucket for minting client secrets, apart from connects."""
+    store: EdgeStore
     open_sessions: int = 0
     relay_times: list[float] | None = None
     _preload: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -46,15 +52,19 @@ class EdgeServices:
         cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker
     ) -> EdgeServices:
         """Services around the given router, VAD and fallback voice; stores as the settings say."""
-        store = open_store(settings.store_url)
+        store = open_store(settings.store_url, timeout_s=settings.redis_timeout_s)
+        limits = settings.limits
+        minting = replace(limits, connect_rate_per_s=limits.mint_rate_per_s, connect_burst=limits.mint_burst)
         return cls(
             settings=settings,
             router=router,
             vad=vad,
             fallback=fallback,
-            sessions=SessionStore(store, ttl_s=int(settings.limits.max_session_s) + 600),
-            auth=Authenticator(settings, store),
-            limits=KeyLimits(settings.limits),
+            sessions=SessionStore(store, ttl_s=int(limits.max_session_s) + 600),
+            auth=Authenticator(settings, ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s)),
+            limits=KeyLimits(limits),
+            mint_limits=KeyLimits(minting),
+            store=store,
         )
 
     async def start(self) -> None:
@@ -68,3 +78,4 @@ class EdgeServices:
                 await self._preload
         await self.vad.aclose()
         await self.router.aclose()
+        await self.store.aclose()

@@ -28,7 +28,7 @@ from edge.limits import RateLimited
 from edge.metrics import CLIENT_EVENTS
 from edge.response_lifecycle import ResponseLifecycle
 from edge.services import EdgeServices
-from edge.session_update import apply_session_update, session_object
+from edge.session_update import session_changes, session_object
 from edge.state import SessionState
 from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
@@ -43,7 +43,9 @@ class RealtimeSession:
         self._send = send
         limits = services.settings.limits
         self._bucket = TokenBucket(rate_per_s=limits.events_per_s, burst=limits.events_burst)
-        self.conversation = Conversation(state, send, max_history=limits.max_history_messages)
+        self.conversation = Conversation(
+            state, send, max_history=limits.max_history_messages, limits=limits.content
+        )
         self.responses = ResponseLifecycle(services, state, self.conversation, send)
         self.turns = InputTurns(
             services.vad.stream(),
@@ -78,7 +80,7 @@ class RealtimeSession:
             CLIENT_EVENTS.labels(type_, "ok").inc()
         except ProtocolError as exc:
             CLIENT_EVENTS.labels(type_, exc.code).inc()
-            await self._send(error_event(exc, event_id=event_id))
+            await self._send(error_event(exc, event_id=event_id, param=getattr(exc, "param", None)))
         except OSError:
             raise  # the client went away: the connection handler ends the session
         except Exception as exc:  # a bug must cost this one event, not the session or the process
@@ -109,7 +111,8 @@ class RealtimeSession:
             raise BadEvent(f"{event.type} is not supported by this server", code="unsupported_event")
 
     async def _update(self, event: SessionUpdateEvent) -> None:
-        apply_session_update(self.state, event.session, self.services.settings.vad)
+        for name, value in session_changes(self.state, event.session, self.services.settings).items():
+            setattr(self.state, name, value)
         self.turns.configure(self.state.turn_detection)
         await self.services.sessions.save(self.state)
         await self._send(server_event("session.updated", session=session_object(self.state)))

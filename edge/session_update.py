@@ -1,8 +1,9 @@
 """A session's settings: the edge's defaults for a new one, ``session.update`` -> ``SessionState``,
 and ``SessionState`` -> the ``session`` object clients see.
 
-Fields are applied in the order the client's event lists them here; the first bad one raises
-(``BadEvent`` / ``BadAudio``) and the caller answers with an ``error`` event.
+Every field is checked (``edge/limits.py`` bounds) before any is applied; the first bad one raises
+(``BadEvent`` / ``BadAudio``, ``InvalidParam`` naming the field), the caller answers with an
+``error`` event, and the session stays as it was.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from typing import Any, TypeVar
 
 import msgspec
 from openai.types.realtime.realtime_audio_input_turn_detection import ServerVad
+from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from openai.types.realtime.session_update_event import Session
 
 from edge.events import new_id
-from edge.settings import EdgeSettings, VadSettings
+from edge.limits import check_range, check_text, check_turn_detection, output_tokens
+from edge.settings import ContentLimits, EdgeSettings, VadSettings
 from edge.state import SessionState, TurnDetection
 from wire.errors import BadAudio, BadEvent
 
@@ -67,16 +70,23 @@ def session_object(state: SessionState) -> dict[str, Any]:
     }
 
 
-def apply_session_update(state: SessionState, s: Session, vad_defaults: VadSettings) -> None:
-    """Apply one ``session.update``'s ``session`` to ``state``."""
+def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> dict[str, Any]:
+    """What one ``session.update``'s ``session`` changes in ``state``, as ``{field: new value}``.
+
+    Every field is checked before anything changes: the first bad one raises and the caller leaves
+    the session as it was (all or nothing)."""
+    limits = settings.limits.content
     if s.type != "realtime":
         raise BadEvent("only `realtime` sessions are served here", code="unsupported_session_type")
+    _check_unused_numbers(s, limits)
+    changes: dict[str, Any] = {}
     if s.instructions is not None:
-        state.instructions = s.instructions
+        check_text(s.instructions, "session.instructions", limits.max_instructions_chars)
+        changes["instructions"] = s.instructions
     if s.output_modalities is not None:
-        state.output_modalities = list(s.output_modalities)
-    if isinstance(s.max_output_tokens, int):
-        state.max_output_tokens = s.max_output_tokens
+        changes["output_modalities"] = list(s.output_modalities)
+    if s.max_output_tokens is not None:
+        changes["max_output_tokens"] = output_tokens(s.max_output_tokens, limits)
     audio = s.audio
     if audio is not None and audio.output is not None:
         if audio.output.format is not None and audio.output.format.type not in (None, "audio/pcm"):
@@ -85,19 +95,42 @@ def apply_session_update(state: SessionState, s: Session, vad_defaults: VadSetti
             )
         if audio.output.voice is not None:
             voice = audio.output.voice
-            state.voice = voice if isinstance(voice, str) else voice.id
+            voice = voice if isinstance(voice, str) else voice.id
+            check_text(voice, "session.audio.output.voice", limits.max_voice_chars)
+            changes["voice"] = voice
     if audio is not None and audio.input is not None:
         if audio.input.format is not None and audio.input.format.type not in (None, "audio/pcm"):
             raise BadAudio(
                 "only audio/pcm (24 kHz PCM16) input is supported", code="unsupported_audio_format"
             )
         if "turn_detection" in audio.input.model_fields_set:
-            state.turn_detection = turn_detection(
-                audio.input.turn_detection, state.turn_detection, vad_defaults
+            changes["turn_detection"] = turn_detection(
+                audio.input.turn_detection, state.turn_detection, settings.vad, limits
             )
+    return changes
 
 
-def turn_detection(td: Any, current: TurnDetection | None, defaults: VadSettings) -> TurnDetection | None:
+def _check_unused_numbers(s: RealtimeSessionCreateRequest, limits: ContentLimits) -> None:
+    """Numeric fields the edge accepts without acting on them, bounded all the same (OpenAI's ranges)."""
+    audio = s.audio
+    if audio is not None and audio.output is not None and audio.output.speed is not None:
+        check_range(audio.output.speed, "session.audio.output.speed", 0.25, 1.5)
+    noise = audio.input.noise_reduction if audio is not None and audio.input is not None else None
+    strength = getattr(noise, "strength", None)
+    if isinstance(strength, int | float):
+        check_range(strength, "session.audio.input.noise_reduction.strength", 0.0, 1.0)
+    truncation = s.truncation
+    if truncation is not None and not isinstance(truncation, str):
+        check_range(truncation.retention_ratio, "session.truncation.retention_ratio", 0.0, 1.0)
+        post = truncation.token_limits.post_instructions if truncation.token_limits else None
+        if post is not None:
+            param = "session.truncation.token_limits.post_instructions"
+            check_range(post, param, 0, limits.context_tokens)
+
+
+def turn_detection(
+    td: Any, current: TurnDetection | None, defaults: VadSettings, limits: ContentLimits
+) -> TurnDetection | None:
     """A client's ``turn_detection`` over the session's current one (or the edge's defaults)."""
     if td is None:
         return None
@@ -107,16 +140,12 @@ def turn_detection(td: Any, current: TurnDetection | None, defaults: VadSettings
         silence_duration_ms=defaults.silence_duration_ms,
     )
     vad = td if isinstance(td, ServerVad) else None  # semantic_vad: served by the same Silero VAD
-    new = TurnDetection(
+    if vad is not None:
+        check_turn_detection(vad.model_dump(), limits)
+    return TurnDetection(
         threshold=_given(vad.threshold if vad else None, base.threshold),
         prefix_padding_ms=_given(vad.prefix_padding_ms if vad else None, base.prefix_padding_ms),
         silence_duration_ms=_given(vad.silence_duration_ms if vad else None, base.silence_duration_ms),
         create_response=_given(td.create_response, base.create_response),
         interrupt_response=_given(td.interrupt_response, base.interrupt_response),
     )
-    if not 0.0 < new.threshold < 1.0 or new.prefix_padding_ms < 0 or new.silence_duration_ms < 32:
-        raise BadEvent(
-            "turn_detection: need 0 < threshold < 1, prefix_padding_ms >= 0, silence_duration_ms >= 32",
-            code="invalid_value",
-        )
-    return new

@@ -18,20 +18,76 @@ class VadSettings:
 
 
 @dataclass(frozen=True)
+class ContentLimits:
+    """What one session may send or ask for, checked at the edge before any region is involved
+    (``edge/limits.py`` enforces them). A region refuses more than its own limits, and a refusal
+    after a turn left the edge costs every region a try; so the edge's bounds sit at or inside the
+    regions' (``region/settings.py`` ``LimitSettings``) and the model's context."""
+
+    max_text_chars: int = 4_000
+    """One message item's text, and a typed turn: the region's ``max_text_chars``."""
+    max_instructions_chars: int = 4_000
+    """``instructions`` (~1,300 tokens by the estimate below): room is left in the context for the
+    history, the turn and the answer."""
+    max_voice_chars: int = 64
+    """A voice name (Kokoro's are ~10 characters); longer is never a voice."""
+    context_tokens: int = 2_048
+    """The served model's context (``--max-model-len`` of the smallest profile): instructions,
+    history, the turn and ``max_output_tokens`` must fit in it together."""
+    reserved_tokens: int = 256
+    """Kept for what the edge does not see: the region's system prompt, the chat template, and the
+    transcript of an audio turn."""
+    max_history_chars: int = 32_000
+    """The region's ``max_history_chars``: history past it is trimmed as if over the context."""
+    max_output_tokens: int = 1_024
+    """Largest ``max_output_tokens`` (``"inf"`` means this); a spoken answer is far shorter."""
+    max_prefix_padding_ms: int = 5_000
+    """Audio kept before speech starts: the VAD buffer holds this much while nobody speaks."""
+    min_silence_duration_ms: int = 32
+    """One VAD chunk: shorter silences cannot be measured."""
+    max_silence_duration_ms: int = 10_000
+    """Silence that ends a turn; longer and a turn never ends in practice."""
+    max_idle_timeout_ms: int = 30 * 60_000
+    """``turn_detection.idle_timeout_ms`` (accepted, not acted on): at most a session's length."""
+
+
+@dataclass(frozen=True)
 class LimitSettings:
     max_sessions_per_key: int = 50
     connect_rate_per_s: float = 5.0
-    """Token bucket per key for new sessions and client secrets: refill rate..."""
+    """Token bucket per key for new sessions (minting client secrets has its own): refill rate..."""
     connect_burst: int = 20
     """...and burst allowance."""
     events_per_s: float = 200.0
     """Token bucket per session for client events (audio appends included)."""
     events_burst: int = 400
     max_event_bytes: int = 1 << 20
-    max_buffer_s: float = 60.0
-    """Longest input audio buffer (manual turns); server VAD trims silence as it goes."""
+    max_buffer_s: float = 30.0
+    """Longest input audio buffer, so the most audio one turn sends: the region's ``max_audio_s``.
+    A manual buffer past it is refused; under server VAD endless speech keeps its last seconds."""
     max_session_s: float = 30 * 60.0
+    idle_timeout_s: float = 5 * 60.0
+    """A session with no client event for this long is closed (after an ``error`` event saying so),
+    so an abandoned socket does not hold its key's slot until ``max_session_s``."""
+    handshake_timeout_s: float = 10.0
+    """Longest the Realtime handshake may take (credentials checked, limits, accept)."""
+    max_credential_bytes: int = 4096
+    """Longest bearer token accepted; longer ones are refused at once (431) without a lookup."""
+    mint_rate_per_s: float = 1.0
+    """Token bucket per key for minting client secrets, apart from the connect bucket..."""
+    mint_burst: int = 10
+    """...and its burst allowance."""
     max_history_messages: int = 40
+    content: ContentLimits = field(default_factory=ContentLimits)
+    """What one session may ask for (sizes, tokens, ``session.update`` ranges): ``edge/limits.py``."""
+    max_sessions: int = 1000
+    """Open sessions per edge process, all keys together: past it a handshake gets 429, so one
+    busy edge sheds load (to its peers behind the load balancer) instead of slowing every session."""
+    max_head_bytes: int = 8192
+    """Longest HTTP request head (request line and headers): past it 431, before any parsing by the
+    app. 8 KiB is what the WebSocket parser accepts per line, and far above any real token."""
+    head_timeout_s: float = 10.0
+    """Longest a client may take to send its request head: a slow-loris connection is closed."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +95,11 @@ class EdgeSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     api_keys: tuple[str, ...] = ()
+    admin_keys: tuple[str, ...] = ()
+    """Keys with the ``admin`` scope (``/status``, the ops page); they may also open sessions."""
     jwt_secret: str | None = None
-    """HS256 secret; when set, Bearer JWTs signed with it are accepted (``sub`` names the key)."""
+    """HS256 secret; when set, Bearer JWTs signed with it are accepted (``sub`` names the key; a
+    ``scope`` claim listing ``admin`` grants the admin scope)."""
     client_secret_ttl_s: int = 600
     vad_model: str = ""
     piper_model: str = ""
@@ -49,6 +108,8 @@ class EdgeSettings:
     default_instructions: str = "You are a helpful voice assistant. Answer briefly."
     store_url: str | None = None
     """``redis://...`` keeps sessions and client secrets in Redis (shared by edges); else memory."""
+    redis_timeout_s: float = 0.5
+    """Connect and read timeout of every Redis call: past it the edge goes on without Redis."""
     vad: VadSettings = field(default_factory=VadSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     playback_lead_s: float = 0.4

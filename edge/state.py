@@ -1,17 +1,18 @@
 """Conversation state kept at the edge (regions are stateless), in a pluggable store.
 
-The store is Litestar's own ``Store`` (``MemoryStore`` in one process, ``RedisStore`` shared by
-several edges, which also keeps the client secrets any of them minted). A session's state is saved
-after each settings change and each turn, and removed when its connection closes.
+The store is a Litestar ``Store`` (``edge.shared_store``: in memory for one process, or Redis shared
+by several edges, which also keeps the client secrets any of them minted). A session's state is
+saved after each settings change and each turn, and removed when its connection closes. Redis is
+never on a session's critical path for long: every call is bounded, and while Redis is unreachable
+state is kept in this edge (see ``RedisFallbackStore``).
 """
 
 from __future__ import annotations
 
 import msgspec
 from litestar.stores.base import Store
-from litestar.stores.memory import MemoryStore
-from litestar.stores.redis import RedisStore
 
+from edge.shared_store import EdgeStore, open_edge_store
 from wire.turn import Message
 
 
@@ -37,11 +38,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     created_at: float = 0.0
 
 
-def open_store(url: str | None) -> Store:
-    """``None`` -> an in-process store; ``redis://...`` -> Redis."""
-    if url is None:
-        return MemoryStore()
-    return RedisStore.with_client(url=url, namespace="voicemesh-edge")
+def open_store(url: str | None, *, timeout_s: float = 0.5) -> EdgeStore:
+    """``None`` -> an in-process store; ``redis://...`` -> Redis (calls bounded by ``timeout_s``)."""
+    return open_edge_store(url, timeout_s=timeout_s)
 
 
 class SessionStore:

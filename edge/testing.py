@@ -64,7 +64,15 @@ class Hold:
         await self._released.wait()
 
 
-ScriptStep = RoutedEvent | Hold
+@dataclass
+class Raise:
+    """A step of a ``ScriptedRouter`` script: the router's stream raises ``error`` here (a router bug,
+    or a router that raises instead of yielding its outcome)."""
+
+    error: Exception
+
+
+ScriptStep = RoutedEvent | Hold | Raise
 
 
 @dataclass
@@ -108,6 +116,9 @@ class ScriptedRouter:
                 if isinstance(step, Hold):
                     await step.wait()
                     done += 1
+                elif isinstance(step, Raise):
+                    done += 1
+                    raise step.error
                 else:
                     done += 1
                     yield step
@@ -284,6 +295,7 @@ async def run_events(
 __all__ = [
     "EnergyVad",
     "Hold",
+    "Raise",
     "ScriptedRouter",
     "ScriptedTurn",
     "SessionHarness",

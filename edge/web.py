@@ -13,12 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from litestar import Router, get
+from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
 from litestar.response import File
-from litestar.static_files import create_static_files_router
 
 WEB_DIR = Path(__file__).with_name("web")
 STATIC_PATH = "/web"
+WEB_FILES = frozenset(p.name for p in WEB_DIR.iterdir() if p.is_file())
+"""The files ``/web/<name>`` serves: looked up by name in this set, never by joining a client's
+path onto a directory, so no path (``%00``, ``..``, 5,000 characters) reaches the file system."""
 
 
 def _page(name: str) -> File:
@@ -36,6 +40,14 @@ def ops_page() -> File:
     return _page("ops.html")
 
 
+@get(STATIC_PATH + "/{name:str}", include_in_schema=False, sync_to_thread=False)
+def web_file(name: FromPath[str]) -> File:
+    """The pages' scripts and style sheet; anything else is a 404."""
+    if name not in WEB_FILES:
+        raise NotFoundException(f"no file {name[:64]!r} here")
+    return File(WEB_DIR / name, filename=name, content_disposition_type="inline")
+
+
 def web_route_handlers() -> list[HTTPRouteHandler | Router]:
     """Everything the pages need; add to the edge app's ``route_handlers``."""
-    return [talk_page, ops_page, create_static_files_router(path=STATIC_PATH, directories=[WEB_DIR])]
+    return [talk_page, ops_page, web_file]

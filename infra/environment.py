@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import EnvironmentMissing, InfraError
-from infra.processes import ProcessSpec, ProcessStatus, check_all, is_alive, port_open, read_pid
+from infra.processes import (
+    HeadersFor,
+    ProcessSpec,
+    ProcessStatus,
+    check_all,
+    is_alive,
+    no_headers,
+    port_open,
+    read_pid,
+)
 from infra.terraform import TerraformAdapter
 from infra.tooling import Toolchain
 
@@ -160,8 +169,8 @@ class Environment:
                 "stop them by hand (see `voicemesh infra status`)"
             )
 
-    async def status(self) -> list[ProcessStatus]:
-        return await check_all(self.deployment().processes)
+    async def status(self, headers_for: HeadersFor = no_headers) -> list[ProcessStatus]:
+        return await check_all(self.deployment().processes, headers_for=headers_for)
 
     async def _with_progress(self, work: Any) -> str:
         """Run ``work`` while reporting each process's start and readiness from its pid/ready files."""

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,17 +102,30 @@ def _summary(response: httpx.Response) -> str:
     return f"HTTP {response.status_code} {response.text.strip()[:200]}"
 
 
-async def check(spec: ProcessSpec, client: httpx.AsyncClient) -> ProcessStatus:
+HeadersFor = Callable[[ProcessSpec], Mapping[str, str]]
+"""Request headers for a process's health check (a region token for regions: without one a region
+answers only ready/not-ready)."""
+
+
+def no_headers(_spec: ProcessSpec) -> Mapping[str, str]:
+    return {}
+
+
+async def check(
+    spec: ProcessSpec, client: httpx.AsyncClient, headers_for: HeadersFor = no_headers
+) -> ProcessStatus:
     pid = read_pid(spec.pid_file)
     alive = is_alive(pid, spec.match)
     try:
-        response = await client.get(spec.health_url)
+        response = await client.get(spec.health_url, headers=dict(headers_for(spec)))
         healthy, detail = response.is_success, _summary(response)
     except httpx.HTTPError as exc:
         healthy, detail = False, f"{type(exc).__name__}: {exc}"
     return ProcessStatus(spec, pid, alive, healthy and alive, detail)
 
 
-async def check_all(specs: list[ProcessSpec], timeout_s: float = 3.0) -> list[ProcessStatus]:
+async def check_all(
+    specs: list[ProcessSpec], timeout_s: float = 3.0, headers_for: HeadersFor = no_headers
+) -> list[ProcessStatus]:
     async with httpx.AsyncClient(timeout=timeout_s) as client:
-        return list(await asyncio.gather(*(check(s, client) for s in specs)))
+        return list(await asyncio.gather(*(check(s, client, headers_for) for s in specs)))

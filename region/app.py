@@ -1,15 +1,88 @@
-"""The region's HTTP surface (Litestar): ``/v1/turns`` (WebSocket), ``/health``, ``/metrics``."""
+"""The region's HTTP surface (Litestar): ``/v1/turns`` (WebSocket), ``/health``, ``/metrics``.
+
+Every request passes ``RegionGuard`` first: it checks the edge's region token
+(``wire.region_auth``) on the turn WebSocket's handshake and on every HTTP request. The one
+exception is ``/health`` without any ``Authorization`` header (kubelet and start-up probes): it
+answers ready/not-ready and nothing else. With a valid token it is the full body the router's
+prober reads (load, queue, models, voices, LLM URL, error text).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from litestar import Litestar, MediaType, Response, WebSocket, get, websocket
+from litestar import Litestar, MediaType, Request, Response, WebSocket, get, websocket
 from litestar.exceptions import WebSocketDisconnect
 
 from region.node import RegionNode
 from region.session import TurnSession
+from wire.region_auth import TokenVerifier
 from wire.turn import TURN_PATH
+
+log = logging.getLogger(__name__)
+
+# Plain ASGI types: the guard works on raw messages, before Litestar's typed scopes exist.
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_AUTHENTICATED = "voicemesh.authenticated"
+"""Scope key the guard sets: did this request carry a valid region token?"""
+
+
+class RegionGuard:
+    """ASGI middleware in front of the whole app: refuse, with HTTP 401 and a reason, any request but
+    a bare ``GET /health`` that lacks a valid token. ``verifier=None`` lets everything through
+    (``--insecure-no-auth``)."""
+
+    def __init__(self, app: ASGIApp, verifier: TokenVerifier | None) -> None:
+        self._app = app
+        self._verifier = verifier
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        if self._verifier is None:
+            scope[_AUTHENTICATED] = True
+            await self._app(scope, receive, send)
+            return
+        header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+        if header is None and scope["type"] == "http" and scope["path"] == "/health":
+            scope[_AUTHENTICATED] = False
+            await self._app(scope, receive, send)
+            return
+        reason = self._verifier.refusal(header.decode("latin-1") if header is not None else None)
+        if reason is None:
+            scope[_AUTHENTICATED] = True
+            await self._app(scope, receive, send)
+            return
+        client = scope.get("client") or ("?", 0)
+        log.warning("refused %s %s from %s: %s", scope["type"], scope["path"], client[0], reason)
+        await _refuse(scope, receive, send, reason)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, reason: str) -> None:
+    body = json.dumps({"error": {"code": "unauthorized", "message": reason}}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="voicemesh-region", error="invalid_token"'),
+    ]
+    if scope["type"] == "websocket":
+        await receive()  # websocket.connect
+        if "websocket.http.response" not in (scope.get("extensions") or {}):
+            await send({"type": "websocket.close", "code": 4401, "reason": reason[:120]})
+            return
+        start, more = "websocket.http.response.start", "websocket.http.response.body"
+    else:
+        start, more = "http.response.start", "http.response.body"
+    await send({"type": start, "status": 401, "headers": headers})
+    await send({"type": more, "body": body})
 
 
 class _SocketChannel:
@@ -34,10 +107,14 @@ class _SocketChannel:
         await self._socket.send_bytes(data)
 
 
-def create_app(node: RegionNode) -> Litestar:
+def create_app(node: RegionNode, *, verifier: TokenVerifier | None) -> ASGIApp:
+    """The region app behind its ``RegionGuard`` (``verifier=None``: no authentication)."""
+
     @get("/health", sync_to_thread=False)
-    def health() -> Response[dict[str, Any]]:
+    def health(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         status, body = node.health()
+        if not request.scope.get(_AUTHENTICATED):
+            body = {"status": "ready" if status == 200 else "not ready"}
         return Response(body, status_code=status, media_type=MediaType.JSON)
 
     @get("/metrics", sync_to_thread=False)
@@ -52,4 +129,5 @@ def create_app(node: RegionNode) -> Litestar:
         except WebSocketDisconnect:
             pass  # the session has already cancelled its turn on the way out
 
-    return Litestar(route_handlers=[health, metrics, turns], on_shutdown=[node.aclose])
+    app: Any = Litestar(route_handlers=[health, metrics, turns], on_shutdown=[node.aclose])
+    return RegionGuard(app, verifier)

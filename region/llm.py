@@ -2,6 +2,10 @@
 
 Closing the stream (``aclose()`` on the generator, or cancelling its consumer) closes the HTTP
 connection mid-response, which vLLM takes as an abort: the request stops using the engine.
+
+vLLM answers a request it finds invalid (a prompt over the model's context, max tokens out of range)
+with a 4xx: that is the client's error (``LlmRefused``, vLLM's message kept), which another region
+would refuse the same way. Any other failure is this region's (``LlmError``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,27 @@ import httpx
 from region.protocols import LlmError
 from region.settings import LlmSettings
 from region.think import ThinkFilter
+from wire.errors import LlmRefused
 from wire.turn import TurnStart
+
+REQUEST_ERROR_STATUSES = frozenset({400, 413, 422})
+"""What vLLM answers when the request itself is wrong (bad input, too large, fails validation)."""
+
+
+def _refusal(status: int, body: bytes) -> LlmRefused | LlmError:
+    """The error for a non-200 answer: the client's for a request error, else the region's."""
+    detail = body.decode(errors="replace")
+    try:  # vLLM's error body: {"object": "error", "message": ..., ...} (or {"error": {...}})
+        parsed = json.loads(detail)
+        err = parsed.get("error", parsed) if isinstance(parsed, dict) else {}
+        message = err.get("message") if isinstance(err, dict) else None
+        detail = message if isinstance(message, str) and message else detail
+    except ValueError:
+        pass
+    detail = detail[:300]
+    if status in REQUEST_ERROR_STATUSES:
+        return LlmRefused(f"the model refused the request: {detail}")
+    return LlmError(f"vLLM answered {status}: {detail}")
 
 
 def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list[dict[str, str]]:
@@ -69,8 +93,7 @@ class VllmClient:
                 "POST", "/chat/completions", json=self.request_body(start, user_text)
             ) as r:
                 if r.status_code != 200:
-                    detail = (await r.aread()).decode(errors="replace")[:300]
-                    raise LlmError(f"vLLM answered {r.status_code}: {detail}")
+                    raise _refusal(r.status_code, await r.aread())
                 async for line in r.aiter_lines():
                     if not line.startswith("data:"):
                         continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 from collections.abc import Callable, Iterator
 
@@ -18,6 +19,8 @@ from region.app import create_app
 from region.node import RegionNode
 from region.settings import RegionSettings
 from wire.errors import VoicemeshError
+from wire.region_auth import TokenVerifier
+from wire.region_keys import KeyFile, KeySetError
 
 Report = Callable[[str], None]
 
@@ -47,6 +50,20 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _verifier(settings: RegionSettings, report: Report) -> TokenVerifier | None:
+    """The token check, from the key file; SIGHUP re-reads it at once (it is also re-read on change)."""
+    if settings.auth.keys_path is None:
+        report(f"region {settings.region_id}: WARNING: no region key file, serving WITHOUT authentication")
+        return None
+    try:
+        keys = KeyFile(settings.auth.keys_path)
+    except KeySetError as exc:
+        raise RegionStartError(f"region {settings.region_id}: {exc.message}") from exc
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread/loop
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, keys.reload)
+    return TokenVerifier(keys)
+
+
 async def serve_region(
     settings: RegionSettings,
     *,
@@ -60,17 +77,23 @@ async def serve_region(
             f"region {settings.region_id}: no LLM URL; give one (--llm-url) or run the region with "
             "`voicemesh region serve`, which starts vLLM first"
         )
+    verifier = _verifier(settings, report)
+    tls = settings.auth.tls_cert is not None
+    if tls != (settings.auth.tls_key is not None):
+        raise RegionStartError("TLS needs both a certificate and its key (--tls-cert, --tls-key)")
     listener = _listen(settings.host, settings.port)
     node = RegionNode.from_settings(settings, llm_url, report=report)
     config = uvicorn.Config(
-        create_app(node), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
-        ws_max_size=16 * 2**20, ws_ping_interval=20.0,
+        create_app(node, verifier=verifier), host=settings.host, port=settings.port, log_level="warning",
+        lifespan="on", ws_max_size=16 * 2**20, ws_ping_interval=20.0,
+        ssl_certfile=settings.auth.tls_cert, ssl_keyfile=settings.auth.tls_key,
     )  # fmt: skip
     server = _Uvicorn(config)
-    base = f"http://{settings.host}:{settings.port}"
+    scheme = ("https", "wss") if tls else ("http", "ws")
+    base = f"{scheme[0]}://{settings.host}:{settings.port}"
     report(
-        f"region {settings.region_id}: serving {base} (turns ws://{settings.host}:{settings.port}/v1/turns, "
-        f"{base}/health, {base}/metrics); warming models"
+        f"region {settings.region_id}: serving {base} (turns {scheme[1]}://{settings.host}:{settings.port}"
+        f"/v1/turns, {base}/health, {base}/metrics); warming models"
     )
     tasks: dict[str, asyncio.Task[object]] = {
         "web": asyncio.create_task(server.serve(sockets=[listener]), name="uvicorn"),

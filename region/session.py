@@ -2,7 +2,9 @@
 
 The session reads frames for as long as the socket lives, so a ``turn.cancel`` is seen while the
 turn runs in its own task. Anything it cannot act on is answered with an ``error`` event and the
-session carries on; when the socket goes, the running turn is cancelled and awaited (no task outlives
+session carries on (a request error found mid-turn, such as the LLM refusing the prompt, ends the
+turn with an ``error`` carrying its ``turn_id`` instead of ``turn.done``, so the router knows it was
+the client's); when the socket goes, the running turn is cancelled and awaited (no task outlives
 its connection).
 """
 
@@ -203,6 +205,7 @@ class TurnSession:
             await self.send(TurnQueued(turn_id=start.turn_id, position=position, estimated_wait_s=wait_s))
 
         status, error = "completed", None
+        refused: ProtocolError | None = None
         try:
             async with self.node.admission.slot(on_queued) as slot:
                 turn.timings["queued_s"] = slot.queued_s
@@ -214,6 +217,8 @@ class TurnSession:
                     slot.completed = True
                 except Cancelled:
                     raise asyncio.CancelledError from None  # a stage saw the cancel before the task did
+                except ProtocolError as exc:  # e.g. the LLM refused the request: the client's error
+                    status, refused = "failed", exc
                 except VoicemeshError as exc:
                     status, error = "failed", f"{exc.code}: {exc.message}"
                 except Exception as exc:  # a model failing on odd input must not take the session down
@@ -231,6 +236,9 @@ class TurnSession:
         turn.mark("total_s")
         self.node.metrics.observe_turn(status, turn.timings)
         self._running = None  # before turn.done: the edge may send its next turn.start right after
+        if refused is not None:
+            await self._error(refused, start.turn_id)  # ends the turn, as a refused turn.start does
+            return
         await self.send(self._done(turn, status, error))
 
 

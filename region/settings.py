@@ -61,6 +61,17 @@ class LimitSettings:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    keys_path: str | None = None
+    """The region key set (``wire.region_keys``): every endpoint but a bare ``/health`` needs a token
+    signed with one of its keys. ``None`` serves without authentication (only with an explicit
+    ``--insecure-no-auth``: anyone who reaches the port runs turns)."""
+    tls_cert: str | None = None
+    """PEM certificate (chain) and key: serve ``https``/``wss`` instead of plain HTTP."""
+    tls_key: str | None = None
+
+
+@dataclass(frozen=True)
 class RegionSettings:
     region_id: str
     stt: SttSettings
@@ -70,6 +81,7 @@ class RegionSettings:
     port: int = 9001
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     system_prompt: str = (
         "You are a helpful voice assistant. Answer in one to three short spoken sentences, "
         "without lists, markdown or emoji."

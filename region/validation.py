@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from region.settings import LimitSettings
 from wire.audio import STT_RATE
-from wire.errors import BadAudio, BadEvent, HistoryTooLong
+from wire.errors import BadAudio, BadEvent, HistoryTooLong, TextTooLong
 from wire.turn import TurnStart
 
 
@@ -28,10 +28,7 @@ def check_start(start: TurnStart, limits: LimitSettings) -> None:
         ("heard_text", start.heard_text),
     ):
         if value is not None and len(value) > limits.max_text_chars:
-            raise BadEvent(
-                f"{name} has {len(value)} characters; the limit is {limits.max_text_chars}",
-                code="text_too_long",
-            )
+            raise TextTooLong(f"{name} has {len(value)} characters; the limit is {limits.max_text_chars}")
     if start.max_output_tokens < 1:
         raise BadEvent("max_output_tokens must be at least 1")
     speaks_text = start.text is not None or start.transcript is not None

@@ -1,9 +1,12 @@
 """What the edge sees of the router: one call per turn, a stream of events back.
 
 The edge never talks to a region itself. It hands each turn to a ``TurnRouter`` and forwards the
-events it gets: the region's own events (``wire.client.RegionEvent``) plus the router's notes on
-where the turn went. Cancelling is closing the stream (``aclose()`` or cancelling the consuming
-task): the router then cancels the region's turn.
+events it gets: the region's progress (``RegionProgress``: queue position, transcript, text, audio,
+the completed ``turn.done``), the router's notes on where the turn went, and exactly one ending:
+``TurnDone``, ``ClientRefused`` (the request was at fault: the edge answers with an ``error``) or
+``Degraded`` (no region could finish: the edge speaks for itself). Errors are already classified:
+the edge never reads a region's error or rejection itself. Cancelling is closing the stream
+(``aclose()`` or cancelling the consuming task): the router then cancels the region's turn.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from wire.client import RegionEvent
-from wire.turn import TurnStart
+from wire.client import ClauseAudio
+from wire.errors import ProtocolError
+from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnQueued, TurnStart
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +61,35 @@ class Degraded:
     tried: tuple[str, ...] = field(default_factory=tuple)
 
 
-RoutedEvent = RegionEvent | Routed | FailedOver | Degraded
+@dataclass(frozen=True, slots=True)
+class ClientRefused:
+    """The turn's request is at fault (``code`` is a ``wire.errors.ProtocolError`` code): any region
+    would refuse it, so it was not retried and no breaker counted it."""
+
+    code: str
+    message: str
+    param: str | None = None
+
+    @classmethod
+    def of(cls, exc: ProtocolError) -> ClientRefused:
+        return cls(code=exc.code, message=exc.message)
+
+    def error(self) -> ProtocolError:
+        return ProtocolError(self.message, code=self.code)
+
+
+RegionProgress = TurnQueued | TurnAdmitted | Transcript | TextDelta | ClauseAudio | TurnDone
+"""What a region says about a turn that the edge relays (``TurnDone`` only when completed or
+cancelled: a failed one is a region failure, handled by the router)."""
+
+RoutedEvent = RegionProgress | Routed | FailedOver | Degraded | ClientRefused
 
 
 class TurnRouter(Protocol):
     def run_turn(
         self, session: SessionRouting, start: TurnStart, audio: bytes | None = None
     ) -> AsyncIterator[RoutedEvent]:
-        """Serve one turn; the stream ends after ``turn.done`` or ``Degraded``."""
+        """Serve one turn; the stream ends after ``TurnDone``, ``ClientRefused`` or ``Degraded``."""
         ...
 
     def status(self) -> dict[str, object]:

@@ -3,49 +3,44 @@
 The attempt reads the region's events one at a time, each against its own deadline
 (``router.deadlines``) and against the region's ``hang_suspected`` signal (set by a failed health
 probe): whichever comes first, the attempt decides itself whether the region has gone quiet.
-Failing raises a ``RegionError`` (the turn's failover loop, ``router.failover``, moves on). Where
-the connection goes afterwards is an explicit ``Disposition``.
+Failing raises a ``RegionError`` (the turn's failover loop, ``router.failover``, moves on); a
+request the region refused as the client's fault raises its ``ProtocolError`` (no failover). Both
+are decoded from the region's error code by ``wire.errors.decode_error``: the class says whose fault
+it is. Where the connection goes afterwards is an explicit ``Disposition``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import msgspec
 
+from router.api import RegionProgress
 from router.continuation import TurnProgress
 from router.deadlines import AttemptDeadline
 from router.health import RegionHealth
 from router.pool import ConnectionPool
 from wire.client import ClauseAudio, RegionConnection, RegionEvent
-from wire.errors import (
-    BadAudio,
-    BadEvent,
-    HistoryTooLong,
-    ProtocolError,
-    RegionBusy,
-    RegionDisconnected,
-    RegionError,
-    UnknownVoice,
+from wire.errors import RegionBusy, RegionDisconnected, RegionError, decode_error
+from wire.turn import (
+    TextDelta,
+    Transcript,
+    TurnAdmitted,
+    TurnDone,
+    TurnError,
+    TurnQueued,
+    TurnRejected,
+    TurnStart,
 )
-from wire.turn import TextDelta, Transcript, TurnDone, TurnError, TurnRejected, TurnStart
+
+log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT_S = 2.0
 """How long a cancelled turn may take to reach its ``turn.done`` before its connection is closed."""
-
-# Turn errors that another region would answer the same way: pass them on, do not fail over.
-CLIENT_ERROR_CODES = frozenset(
-    cls.code for cls in (ProtocolError, BadEvent, BadAudio, UnknownVoice, HistoryTooLong)
-) | {
-    "invalid_request_error",
-    "invalid_event",
-    "invalid_audio",
-    "unknown_voice",
-    "history_too_long",
-}
 
 
 class Disposition(enum.Enum):
@@ -63,8 +58,7 @@ class Disposition(enum.Enum):
 class RegionAttempt:
     """One region's try at the turn, its deadlines stretched by ``slack``.
 
-    Iterate ``events()``; afterwards ``done`` (the region finished the turn) or ``client_error`` (a
-    request error another region would repeat) tells how it ended, unless it raised.
+    Iterate ``events()``; afterwards ``done`` is the region's ``turn.done``, unless it raised.
     """
 
     def __init__(
@@ -88,7 +82,6 @@ class RegionAttempt:
         self.warm: bool | None = None
         """Whether the attempt ran on a pooled connection (no handshake on the turn's path)."""
         self.done: TurnDone | None = None
-        self.client_error: TurnError | None = None
 
     def _request(self, start: TurnStart, audio: bytes | None) -> tuple[TurnStart, bytes | None]:
         progress = self.progress
@@ -103,9 +96,9 @@ class RegionAttempt:
             start = msgspec.structs.replace(start, heard_text=progress.heard_text)
         return start, audio
 
-    async def events(self) -> AsyncGenerator[RegionEvent, None]:
-        """The region's events up to (not including) its last one. Raises a ``RegionError`` to fail
-        over."""
+    async def events(self) -> AsyncGenerator[RegionProgress, None]:
+        """The region's events up to (not including) its ``turn.done``. Raises a ``RegionError`` to
+        fail over, a ``ProtocolError`` when the region refused the request."""
         region = self.region
         self.progress.new_attempt()
         conn, self.warm = await self._pool.acquire(region.id, timeout_s=region.connect_deadline_s())
@@ -121,10 +114,13 @@ class RegionAttempt:
                 in_io = False
                 now = loop.time()
                 deadline.heard(ev, now)
-                if self._ended(ev):
+                progress = self._fold(ev)
+                if self.done is not None:
                     return
+                if progress is None:
+                    continue
                 deadline.rearm(ev, now, self.progress.pending_chars)
-                yield ev
+                yield progress
         except (GeneratorExit, asyncio.CancelledError):
             # The caller closed the stream (barge-in) mid-turn: cancel the region's turn, then
             # drain to its turn.done; a read cut in half leaves the connection unknown: drop it.
@@ -171,8 +167,10 @@ class RegionAttempt:
                 if not read.cancelled():
                     read.exception()  # retrieved: it lost the race, nobody reads it
 
-    def _ended(self, ev: RegionEvent) -> bool:
-        """Fold ``ev`` into the turn's progress; True when it ended the attempt cleanly."""
+    def _fold(self, ev: RegionEvent) -> RegionProgress | None:
+        """Fold ``ev`` into the turn's progress and return it to pass on; ``None`` when there is
+        nothing to pass on (``done`` is set when the region completed the turn). A refusal or a
+        failure raises its typed error."""
         region = self.region
         if isinstance(ev, ClauseAudio):
             self.progress.voiced(ev.clause.text)
@@ -192,14 +190,15 @@ class RegionAttempt:
                     f"region {region.id} failed the turn: {ev.error}", region=region.id, code="turn_failed"
                 )
             self.done = ev
-            return True
+            return None
         elif isinstance(ev, TurnError) and ev.turn_id:
             self.disposition = Disposition.RELEASE
-            if ev.code in CLIENT_ERROR_CODES:
-                self.client_error = ev
-                return True
-            raise RegionError(f"region {region.id}: {ev.code}: {ev.message}", region=region.id, code=ev.code)
-        return False
+            raise decode_error(ev.code, ev.message, region=region.id)
+        elif not isinstance(ev, TurnQueued | TurnAdmitted):
+            # An error about the connection rather than this turn, or a stray header: not the answer.
+            log.warning("region %s sent %s outside the turn's answer", region.id, type(ev).__name__)
+            return None
+        return ev
 
     def _hand_back(self, conn: RegionConnection, events: AsyncIterator[RegionEvent]) -> None:
         if self.disposition is Disposition.DRAIN:

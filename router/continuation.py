@@ -18,20 +18,26 @@ def join_text(a: str, b: str) -> str:
     return f"{a} {b}"
 
 
-def unvoiced_rest(text: str, voiced: str) -> str:
-    """The part of ``text`` after the clauses in ``voiced`` (compared ignoring whitespace, since a
-    region may trim or re-space clause text)."""
+def voiced_end(text: str, voiced: str) -> int:
+    """Where the clauses in ``voiced`` end in ``text``: the index after their last character,
+    compared ignoring whitespace (a region may trim or re-space clause text). At the first character
+    that differs, its index (what follows is not the voiced text); ``len(text)`` if ``text`` ends first."""
     want = [c for c in voiced if not c.isspace()]
     i = 0
     for pos, ch in enumerate(text):
         if i == len(want):
-            return text[pos:].strip()
+            return pos
         if ch.isspace():
             continue
         if ch != want[i]:
-            return text.strip() if i == 0 else text[pos:].strip()
+            return pos
         i += 1
-    return ""
+    return len(text)
+
+
+def unvoiced_rest(text: str, voiced: str) -> str:
+    """The part of ``text`` after the clauses in ``voiced``."""
+    return text[voiced_end(text, voiced) :].strip()
 
 
 @dataclass

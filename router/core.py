@@ -26,6 +26,7 @@ from router.settings import RouterSettings
 from router.sticky import StickySessions
 from wire.errors import NoRegionAvailable, ResidencyRefused
 from wire.rates import TokenBucket
+from wire.region_auth import ClientAuth
 from wire.turn import TurnStart
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class Router:
             connect_timeout_s=settings.connect_timeout_s,
             url_of=lambda r: self._regions[r].record.url if r in self._regions else None,
             warm_hold_s=settings.warm_hold_s,
+            # The same cached signer the prober uses: one token for every connection and probe.
+            auth=ClientAuth.from_paths(settings.region_keys_path, settings.region_ca_path),
         )
         self.prober = HealthProber(settings, lambda: list(self._regions.values()))
         self.prober.on_probed = lambda: self.pool.rewarm(

@@ -6,6 +6,10 @@ error, or the connection dropping mid-answer. The next region gets the transcrip
 and the text the user already heard, and continues after it. Failovers are bounded per turn
 (``max_attempts``) and across turns (the router's ``TokenBucket``). With no allowed region left the
 turn ends in ``Degraded``. Each region's try is a ``RegionAttempt`` (``router.attempt``).
+
+A request the region refused as the client's fault (a ``ProtocolError``: text too long, unknown
+voice, a prompt the LLM refused) ends the turn in ``ClientRefused``: another region would refuse it
+too, so it is neither retried nor counted against the region's breaker.
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from router import metrics
-from router.api import Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
+from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
 from router.attempt import RegionAttempt
 from router.continuation import TurnProgress
 from router.failover_log import FailoverRecord
 from router.health import RegionHealth, Score
 from wire.client import ClauseAudio
-from wire.errors import BreakerOpen, RegionBusy, RegionError
+from wire.errors import BreakerOpen, ProtocolError, RegionBusy, RegionError
 from wire.turn import TurnStart
 
 if TYPE_CHECKING:
@@ -92,12 +96,15 @@ class TurnFailover:
                 region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled, slack=slack
             )
             t0 = time.perf_counter()
+            refused: ProtocolError | None = None
             try:
                 async with contextlib.aclosing(attempt.events()) as events:
                     async for ev in events:
                         if self.failed is not None and isinstance(ev, ClauseAudio):
                             self._note_gap(attempt.warm)
                         yield ev
+            except ProtocolError as exc:
+                refused = exc
             except RegionError as exc:
                 await r.breakers.record(region.id, exc)
                 if not isinstance(exc, RegionBusy):
@@ -110,9 +117,12 @@ class TurnFailover:
             except BaseException:
                 r.breakers.release(region.id)  # cancelled by the caller: no verdict on the region
                 raise
-            if attempt.client_error is not None:
-                r.breakers.release(region.id)
-                yield attempt.client_error
+            if refused is not None:
+                r.breakers.release(region.id)  # the request's fault: no verdict on the region
+                log.info(
+                    "turn %s: refused as a client error (%s): %s", self.start.turn_id, refused.code, refused
+                )
+                yield ClientRefused.of(refused)
                 return
             await r.breakers.record(region.id, None)
             region.observe_success(time.perf_counter() - t0)

@@ -22,6 +22,7 @@ from router.geo import distance_rtt_s
 from router.registry import RegionRecord
 from router.settings import RouterSettings
 from wire.rates import DecayingCounter, DecayingEwma
+from wire.redact import redact_url
 
 _MIN_CLAUSE_CHARS = 12  # short clauses ("1.") still cost a synthesis call
 
@@ -183,7 +184,7 @@ class RegionHealth:
         rep = self.report
         return {
             "id": self.id,
-            "url": self.record.url,
+            "url": redact_url(self.record.url),
             "location": {"lat": self.record.location.lat, "lon": self.record.location.lon},
             "residency": list(self.record.residency),
             "capacity": self.record.capacity,

@@ -17,14 +17,26 @@ from typing import Any
 
 from wire.client import RegionConnection
 from wire.errors import RegionUnavailable
+from wire.region_auth import ClientAuth
 
 log = logging.getLogger(__name__)
 
 
 class ConnectionPool:
+    """Every connection is opened with a fresh region token from ``auth`` (default: the key file
+    named by ``$VOICEMESH_REGION_KEYS``). The region checks it at the handshake only, so a warm
+    connection stays usable after its token expires; the token's short life limits what a stolen
+    token can open, not how long a legitimately opened connection lives."""
+
     def __init__(
-        self, *, connect_timeout_s: float, url_of: Callable[[str], str | None], warm_hold_s: float = 120.0
+        self,
+        *,
+        connect_timeout_s: float,
+        url_of: Callable[[str], str | None],
+        warm_hold_s: float = 120.0,
+        auth: ClientAuth | None = None,
     ) -> None:
+        self._auth = auth
         self._timeout = connect_timeout_s
         self._hold_s = warm_hold_s
         self._url_of = url_of
@@ -53,7 +65,9 @@ class ConnectionPool:
         url = self._url_of(region)
         if url is None:
             raise RegionUnavailable(f"region {region} is no longer in the registry", region=region)
-        conn = await RegionConnection.open(url, region=region, open_timeout=timeout_s or self._timeout)
+        conn = await RegionConnection.open(
+            url, region=region, open_timeout=timeout_s or self._timeout, auth=self._auth
+        )
         self.handshakes[region] = self.handshakes.get(region, 0) + 1
         return conn
 

@@ -29,7 +29,9 @@ class Location(msgspec.Struct, frozen=True):
 class RegionRecord(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     url: str
-    """The region's base URL (``http://host:port``): ``/health``, ``/metrics``, ``/v1/turns``."""
+    """The region's base URL (``http://host:port``, or ``https://`` for TLS: turns then go over
+    ``wss`` verified against ``RouterSettings.region_ca_path``): ``/health``, ``/metrics``,
+    ``/v1/turns``. The registry never holds a credential: tokens come from the region key set."""
     location: Location = Location(0.0, 0.0)
     residency: list[str] = msgspec.field(default_factory=list)
     capacity: int = 1

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from router.registry import Location
+from wire.region_auth import CA_ENV, KEYS_ENV
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +16,12 @@ class RouterSettings:
     registry_poll_s: float = 1.0
     location: Location = field(default_factory=lambda: Location(0.0, 0.0))
     """Where this edge is: before any measurement, nearer regions look faster."""
+
+    # Region credentials (``wire.region_auth``): the edge signs a short-lived token per connection
+    # and per probe with the newest key of this key set. Default: ``$VOICEMESH_REGION_KEYS``.
+    region_keys_path: str = field(default_factory=lambda: os.environ.get(KEYS_ENV, ""))
+    region_ca_path: str = field(default_factory=lambda: os.environ.get(CA_ENV, ""))
+    """CA bundle (PEM) that ``https``/``wss`` region URLs are verified against; empty: system CAs."""
 
     # Health
     probe_interval_s: float = 1.0

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 import msgspec
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
 
 from wire.errors import BadEvent, RegionBusy, RegionDisconnected, RegionUnavailable
+from wire.region_auth import ClientAuth
+from wire.region_keys import KeySetError
 from wire.turn import (
     TURN_PATH,
     AudioClause,
@@ -62,9 +65,34 @@ class RegionConnection:
         self.turns_served = 0
 
     @classmethod
-    async def open(cls, url: str, *, region: str = "", open_timeout: float = 5.0) -> RegionConnection:
+    async def open(
+        cls, url: str, *, region: str = "", open_timeout: float = 5.0, auth: ClientAuth | None = None
+    ) -> RegionConnection:
+        """Connect with a fresh region token (``auth``, default ``ClientAuth.from_env()``).
+
+        The region checks the token at this handshake only: the connection may then stay warm in a
+        pool for longer than the token lives, and each new connection presents a new token.
+        A refusal (HTTP 401) raises ``RegionUnavailable`` with the region's reason.
+        """
+        target = turns_url(url)
         try:
-            ws = await connect(turns_url(url), open_timeout=open_timeout, max_size=2**24, compression=None)
+            auth = auth if auth is not None else ClientAuth.from_env()
+            headers = auth.headers()
+        except KeySetError as exc:
+            raise RegionUnavailable(
+                f"no credential for region {region or url}: {exc.message}", region=region
+            ) from exc
+        try:
+            ws = await connect(
+                target, open_timeout=open_timeout, max_size=2**24, compression=None,
+                additional_headers=headers, ssl=auth.ssl if target.startswith("wss://") else None,
+            )  # fmt: skip
+        except InvalidStatus as exc:
+            reason = exc.response.body.decode(errors="replace")[:300] if exc.response.body else ""
+            raise RegionUnavailable(
+                f"region {region or url} refused the connection (HTTP {exc.response.status_code}): {reason}",
+                region=region,
+            ) from exc
         except (OSError, TimeoutError, websockets.WebSocketException) as exc:
             raise RegionUnavailable(
                 f"cannot connect to region {region or url}: {exc}", region=region
@@ -138,9 +166,16 @@ class TurnResult:
     error: TurnError | None = None
 
 
-async def run_turn(url: str, start: TurnStart, audio: bytes | None = None, *, region: str = "") -> TurnResult:
+async def run_turn(
+    url: str,
+    start: TurnStart,
+    audio: bytes | None = None,
+    *,
+    region: str = "",
+    auth: ClientAuth | None = None,
+) -> TurnResult:
     """Open a connection, run one turn to the end, and collect what came back."""
-    conn = await RegionConnection.open(url, region=region)
+    conn = await RegionConnection.open(url, region=region, auth=auth)
     try:
         return await collect_turn(conn, start, audio)
     finally:

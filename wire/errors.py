@@ -3,12 +3,21 @@
 Each error carries a stable ``code`` that is sent on the wire (region ``error`` events, Realtime
 ``error`` events, HTTP problem bodies), so a caller can act on it without parsing prose.
 
+Whose fault it is follows from the class: a ``ProtocolError`` is the client's (never retried on
+another region, never counted by a breaker, answered with an ``error`` event); a ``RegionError`` is
+the region's (the router fails over and counts it). A region reports an error by its code only;
+``decode_error`` turns the code back into its class through ``ERRORS_BY_CODE``, which is built from
+the classes below, so every error a region can send about a request must be declared here.
+
 * VoicemeshError
   * ProtocolError - the peer sent something we cannot act on (answered, never fatal to others)
     * BadEvent - malformed JSON, unknown event type, missing or ill-typed field
+      * TextTooLong - a text field is over the region's character limit
     * BadAudio - wrong format or rate, empty, odd byte count, oversized
     * UnknownVoice - the voice is not one this region or edge can speak
     * HistoryTooLong - the conversation history exceeds the configured limit
+    * LlmRefused - the LLM server refused the request as invalid (HTTP 4xx: prompt over the
+      model's context, max tokens out of range)
   * RegionError - a region could not serve a turn; the router may fail over
     * RegionUnavailable - could not connect, or the connection failed
       * RegionDisconnected - the connection dropped while a turn was in flight
@@ -23,6 +32,9 @@ Each error carries a stable ``code`` that is sent on the wire (region ``error`` 
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 
 class VoicemeshError(Exception):
@@ -45,6 +57,10 @@ class BadEvent(ProtocolError):
     code = "invalid_event"
 
 
+class TextTooLong(BadEvent):
+    code = "text_too_long"
+
+
 class BadAudio(ProtocolError):
     code = "invalid_audio"
 
@@ -55,6 +71,10 @@ class UnknownVoice(ProtocolError):
 
 class HistoryTooLong(ProtocolError):
     code = "history_too_long"
+
+
+class LlmRefused(ProtocolError):
+    code = "llm_refused"
 
 
 class RegionError(VoicemeshError):
@@ -107,3 +127,30 @@ class ModelMissing(ModelError):
 
 class ModelCorrupt(ModelError):
     code = "model_corrupt"
+
+
+def _tree(cls: type[VoicemeshError]) -> Iterator[type[VoicemeshError]]:
+    yield cls
+    for sub in cls.__subclasses__():
+        yield from _tree(sub)
+
+
+def _by_code() -> Mapping[str, type[VoicemeshError]]:
+    classes = list(_tree(VoicemeshError))  # only this module's classes exist yet
+    table = {cls.code: cls for cls in classes}
+    if len(table) != len(classes):
+        raise TypeError("two wire.errors classes share a code")
+    return MappingProxyType(table)
+
+
+ERRORS_BY_CODE = _by_code()
+"""Every code of this module's classes -> its class (other modules' errors are not sent by code)."""
+
+
+def decode_error(code: str, message: str, *, region: str = "") -> ProtocolError | RegionError:
+    """The error a region reported by ``code``: its ``ProtocolError`` class when the request was at
+    fault; otherwise a ``RegionError`` carrying that code (the region failed, whatever it called it)."""
+    cls = ERRORS_BY_CODE.get(code)
+    if cls is not None and issubclass(cls, ProtocolError):
+        return cls(message)
+    return RegionError(message, region=region, code=code)

@@ -1,4 +1,6 @@
 // The edge's API key, kept in this tab only (sessionStorage) and never sent over a WebSocket.
+// The operations page keeps its admin key in a slot of its own (ADMIN_SLOT): /status needs the
+// admin scope, and the talk page's caller key does not have it.
 //
 // `voicemesh up` prints a URL like http://127.0.0.1:8080/#key=KEY: the fragment never reaches a
 // server; we move it into sessionStorage and strip it from the address bar. Otherwise the user
@@ -6,28 +8,29 @@
 // (POST /v1/realtime/client_secrets) and opens the Realtime WebSocket with that secret only.
 
 const STORAGE_KEY = "voicemesh.apiKey";
+export const ADMIN_SLOT = "voicemesh.adminKey";
 
-export function takeKeyFromFragment() {
+export function takeKeyFromFragment(slot = STORAGE_KEY) {
   const params = new URLSearchParams(location.hash.slice(1));
   const key = params.get("key");
   if (key) {
-    sessionStorage.setItem(STORAGE_KEY, key);
+    sessionStorage.setItem(slot, key);
     history.replaceState(null, "", location.pathname + location.search);
   }
 }
 
-export function storedKey() {
-  return sessionStorage.getItem(STORAGE_KEY) || "";
+export function storedKey(slot = STORAGE_KEY) {
+  return sessionStorage.getItem(slot) || "";
 }
 
-export function forgetKey() {
-  sessionStorage.removeItem(STORAGE_KEY);
+export function forgetKey(slot = STORAGE_KEY) {
+  sessionStorage.removeItem(slot);
 }
 
-/** Resolve with the API key: the stored one, or whatever the user submits in `form`. */
-export function askForKey(form) {
-  takeKeyFromFragment();
-  const key = storedKey();
+/** Resolve with the key kept in `slot`: the stored one, or whatever the user submits in `form`. */
+export function askForKey(form, slot = STORAGE_KEY) {
+  takeKeyFromFragment(slot);
+  const key = storedKey(slot);
   if (key) return Promise.resolve(key);
   form.hidden = false;
   const input = form.querySelector("input");
@@ -37,7 +40,7 @@ export function askForKey(form) {
       ev.preventDefault();
       const value = input.value.trim();
       if (!value) return;
-      sessionStorage.setItem(STORAGE_KEY, value);
+      sessionStorage.setItem(slot, value);
       input.value = "";
       form.hidden = true;
       form.removeEventListener("submit", onSubmit);

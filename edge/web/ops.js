@@ -1,11 +1,11 @@
-// The operations page: polls the edge's authenticated GET /status once a second and shows regions
+// The operations page: polls the edge's GET /status (admin key) once a second and shows regions
 // (location, breaker, latency EWMA chart, load, queue, residency), recent failovers and
 // degradations with their cause, and the edge's sessions.
 //
 // `window.voicemeshOps.snapshot()` returns what the page shows as plain JSON (the browser test
 // compares it with /status).
 
-import { askForKey, authedFetch, forgetKey, HttpError } from "./auth.js";
+import { ADMIN_SLOT, askForKey, authedFetch, forgetKey, HttpError } from "./auth.js";
 import { COLORS, drawLines } from "./chart.js";
 
 const POLL_MS = 1000;
@@ -197,11 +197,12 @@ async function poll() {
     setStatus("live", `live · ${new Date(nowMs).toLocaleTimeString()}`);
   } catch (err) {
     if (err instanceof HttpError && (err.status === 401 || err.status === 403)) {
-      forgetKey();
-      $("#error").textContent = `the edge refused that key (${err.message}); enter it again`;
+      forgetKey(ADMIN_SLOT);
+      const which = err.status === 403 ? "that key is not an admin key" : "the edge refused that key";
+      $("#error").textContent = `${which} (${err.message}); enter the admin key`;
       $("#error").hidden = false;
       setStatus("error", "not authenticated");
-      key = await askForKey($("#key-form"));
+      key = await askForKey($("#key-form"), ADMIN_SLOT);
     } else {
       $("#error").textContent = `cannot read /status: ${err.message}`;
       $("#error").hidden = false;
@@ -226,6 +227,6 @@ window.voicemeshOps = {
   }),
 };
 
-key = await askForKey($("#key-form"));
+key = await askForKey($("#key-form"), ADMIN_SLOT);
 setStatus("connecting", "connecting");
 poll();

@@ -1,37 +1,226 @@
-"""Breaker state in Redis: every edge replica sees one breaker per region.
+"""Breaker state in Redis: every edge replica sees one breaker per region, and an outage of Redis
+costs none of them their breakers.
 
-pybreaker's ``CircuitRedisStorage`` uses the synchronous redis-py client, so ``blocking`` is set and
-the router calls it from a worker thread. Its ``opened_at`` has one-second resolution: the reset
-timeout is honoured to within a second.
+pybreaker's own ``CircuitRedisStorage`` answers every Redis error with its fallback state
+("closed") and a zero fail counter, and its constructor raises when Redis is down: during an outage
+no breaker could trip, and one that was open would close. So each region's state here lives in this
+process *and*, while Redis answers, in Redis (same keys as pybreaker's storage): reads take Redis's
+value and keep it locally; writes go to both. When a call fails (every call has a connect and a
+read timeout and no retries), Redis is left alone for ``retry_s`` and the local state decides
+alone. When Redis answers again, a breaker this process opened meanwhile is written back unless
+Redis already holds it open; otherwise Redis's state is taken: shared state resumes.
+
+The synchronous redis-py client is used (pybreaker's storage interface is synchronous), so
+``blocking`` is set and the router calls it from a worker thread. ``opened_at`` has one-second
+resolution in Redis: the reset timeout is honoured to within a second.
 """
 
 from __future__ import annotations
 
+import calendar
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TypeVar
+
 import pybreaker
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from router.breaker_storage.base import BreakerStorage
+from wire.redact import redact_url
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_FAILS, _SUCCESSES = "fail_counter", "success_counter"  # pybreaker's key names
+
+
+def _epoch(when: datetime) -> int:
+    # As pybreaker stores it: whole seconds, a naive time taken as UTC.
+    return calendar.timegm(when.utctimetuple())
+
+
+class RedisLink:
+    """One Redis client for every region's state, and whether Redis is answering."""
+
+    def __init__(self, url: str, *, timeout_s: float, retry_s: float) -> None:
+        self.url = url
+        self.client = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
+        )
+        self._retry_s = retry_s
+        self._lock = threading.RLock()
+        self._down_until: float | None = None
+        self.down_since: float | None = None
+        """Wall-clock time Redis stopped answering; ``None`` while it answers."""
+        self.last_error = ""
+        self.on_recover: list[Callable[[redis.Redis[bytes]], None]] = []
+        """Called (with the client, under the lock) when Redis answers again, before anything else."""
+
+    @property
+    def reachable(self) -> bool:
+        return self._down_until is None
+
+    def call(self, fn: Callable[[redis.Redis[bytes]], T]) -> tuple[bool, T | None]:
+        """``(True, fn(client))``, or ``(False, None)`` at once while Redis is down or if it fails."""
+        with self._lock:
+            if self._down_until is not None:
+                if time.monotonic() < self._down_until:
+                    return False, None
+                try:
+                    self.client.ping()
+                    for resync in self.on_recover:
+                        resync(self.client)
+                except (redis.RedisError, OSError) as exc:
+                    self._mark_down(exc)
+                    return False, None
+                log.warning("redis %s is back: breaker state shared again", redact_url(self.url))
+                self._down_until = self.down_since = None
+                self.last_error = ""
+            try:
+                return True, fn(self.client)
+            except (redis.RedisError, OSError) as exc:
+                self._mark_down(exc)
+                return False, None
+
+    def _mark_down(self, exc: BaseException) -> None:
+        if self._down_until is None:
+            self.down_since = time.time()
+            log.warning(
+                "redis %s unreachable (%s): breakers decide in this process until it is back",
+                redact_url(self.url), type(exc).__name__,
+            )  # fmt: skip
+        self.last_error = type(exc).__name__
+        self._down_until = time.monotonic() + self._retry_s
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class FallbackRedisCircuitStorage(pybreaker.CircuitBreakerStorage):
+    """One region's breaker state: Redis while it answers, this process's copy when it does not."""
+
+    def __init__(self, link: RedisLink, namespace: str) -> None:
+        super().__init__("redis")
+        self._link = link
+        self._ns = namespace
+        self._state: str = pybreaker.STATE_CLOSED
+        self._counts = {_FAILS: 0, _SUCCESSES: 0}
+        self._opened: datetime | None = None
+        link.on_recover.append(self._resync)
+
+    def _key(self, name: str) -> str:
+        return f"{self._ns}:{pybreaker.CircuitRedisStorage.BASE_NAMESPACE}:{name}"
+
+    def _get(self, name: str) -> bytes | None:
+        ok, raw = self._link.call(lambda c: c.get(self._key(name)))
+        return raw if ok and isinstance(raw, bytes) else None
+
+    def _resync(self, client: redis.Redis[bytes]) -> None:
+        shared = client.get(self._key("state"))
+        if self._state != pybreaker.STATE_OPEN or shared == pybreaker.STATE_OPEN.encode():
+            return  # Redis's state is taken on the next read
+        pipe = client.pipeline()
+        pipe.set(self._key("state"), self._state)
+        pipe.set(self._key(_FAILS), self._counts[_FAILS])
+        if self._opened is not None:
+            pipe.set(self._key("opened_at"), _epoch(self._opened))
+        pipe.execute()
+
+    @property
+    def state(self) -> str:
+        ok, raw = self._link.call(lambda c: c.get(self._key("state")))
+        if ok:
+            if isinstance(raw, bytes):
+                self._state = raw.decode()
+            else:  # new or expired in Redis: this process's state becomes the shared one
+                self._link.call(lambda c: c.setnx(self._key("state"), self._state))
+        return self._state
+
+    @state.setter
+    def state(self, state: str) -> None:
+        self._state = str(state)
+        self._link.call(lambda c: c.set(self._key("state"), self._state))
+
+    # The two counters, each a local count mirrored in Redis.
+    def _incr(self, name: str) -> None:
+        self._counts[name] += 1
+        ok, value = self._link.call(lambda c: c.incr(self._key(name)))
+        if ok and isinstance(value, int):
+            self._counts[name] = value
+
+    def _reset(self, name: str) -> None:
+        self._counts[name] = 0
+        self._link.call(lambda c: c.set(self._key(name), 0))
+
+    def _count(self, name: str) -> int:
+        raw = self._get(name)
+        if raw is not None:
+            self._counts[name] = int(raw)
+        return self._counts[name]
+
+    def increment_counter(self) -> None:
+        self._incr(_FAILS)
+
+    def reset_counter(self) -> None:
+        self._reset(_FAILS)
+
+    def increment_success_counter(self) -> None:
+        self._incr(_SUCCESSES)
+
+    def reset_success_counter(self) -> None:
+        self._reset(_SUCCESSES)
+
+    @property
+    def counter(self) -> int:
+        return self._count(_FAILS)
+
+    @property
+    def success_counter(self) -> int:
+        return self._count(_SUCCESSES)
+
+    @property
+    def opened_at(self) -> datetime | None:
+        raw = self._get("opened_at")
+        if raw is not None:
+            self._opened = datetime.fromtimestamp(int(raw), UTC)
+        return self._opened
+
+    @opened_at.setter
+    def opened_at(self, now: datetime) -> None:
+        self._opened = now
+        self._link.call(lambda c: c.set(self._key("opened_at"), _epoch(now)))
 
 
 class RedisBreakerStorage(BreakerStorage):
     blocking = True
 
-    def __init__(self, url: str, *, namespace: str = "voicemesh") -> None:
-        self._url = url
+    def __init__(
+        self, url: str, *, namespace: str = "voicemesh", timeout_s: float = 0.5, retry_s: float = 2.0
+    ) -> None:
         self._namespace = namespace
-        # Short timeouts: a slow Redis must not stall routing; pybreaker falls back to "closed".
-        self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
-        self._states: dict[str, pybreaker.CircuitRedisStorage] = {}
+        # Short timeouts and no retries: a slow or dead Redis must not stall routing.
+        self.link = RedisLink(url, timeout_s=timeout_s, retry_s=retry_s)
+        self._states: dict[str, FallbackRedisCircuitStorage] = {}
 
     def for_region(self, region_id: str) -> pybreaker.CircuitBreakerStorage:
         if region_id not in self._states:
-            self._states[region_id] = pybreaker.CircuitRedisStorage(
-                pybreaker.STATE_CLOSED, self._client, namespace=f"{self._namespace}:breaker:{region_id}"
+            self._states[region_id] = FallbackRedisCircuitStorage(
+                self.link, f"{self._namespace}:breaker:{region_id}"
             )
         return self._states[region_id]
 
     def describe(self) -> str:
-        return f"redis ({self._url})"
+        where = f"redis ({redact_url(self.link.url)})"
+        if self.link.reachable or self.link.down_since is None:
+            return where
+        since = datetime.fromtimestamp(self.link.down_since, UTC).isoformat(timespec="seconds")
+        return f"{where} unreachable since {since} ({self.link.last_error}): breakers kept in this process"
 
     def close(self) -> None:
-        self._client.close()
+        self.link.close()

@@ -11,9 +11,11 @@ from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from edge.app import create_app
+from edge.settings import EdgeSettings
 from edge.testing import ScriptedRouter, memory_services, spoken_reply
 
 KEY = {"Authorization": "Bearer test-key"}
+ADMIN = {"Authorization": "Bearer test-admin"}
 OPEN = "voicemesh_edge_sessions_open"
 
 
@@ -31,10 +33,12 @@ def _value(text: str, name: str, **labels: str) -> float:
 
 def test_metrics_status_health_and_a_session_over_the_app() -> None:
     router = ScriptedRouter(spoken_reply("Hello there."))
-    with TestClient(create_app(memory_services(router))) as http:
+    settings = EdgeSettings(api_keys=("test-key",), admin_keys=("test-admin",))
+    with TestClient(create_app(memory_services(router, settings=settings))) as http:
         assert http.get("/health").json() == {"status": "ok"}
         assert http.get("/status").status_code == 401
-        status = http.get("/status", headers=KEY).json()
+        assert http.get("/status", headers=KEY).status_code == 403  # a caller key is not an admin
+        status = http.get("/status", headers=ADMIN).json()
         assert status["edge"]["open_sessions"] == 0
         assert set(status["edge"]["vad"]) == {"batched", "calls", "chunks", "largest_batch"}
         assert status["router"] == {"regions": [], "scripted_turns": 0}
@@ -60,7 +64,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
             while (event := ws.receive_json())["type"] != "response.done":
                 pass
             assert event["response"]["metadata"] == {"voicemesh_region": "scripted"}
-            assert http.get("/status", headers=KEY).json()["edge"]["open_sessions"] == 1
+            assert http.get("/status", headers=ADMIN).json()["edge"]["open_sessions"] == 1
 
         after = http.get("/metrics").text
         for name, labels, added in [

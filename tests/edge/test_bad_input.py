@@ -26,6 +26,7 @@ from voicemesh.realtime import client
 pytestmark = pytest.mark.slow  # real models / regions / browser
 
 JWT_SECRET = "test-jwt-secret-0123456789abcdef0123"
+ADMIN_KEY = "test-admin-key-0123456789"
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -34,6 +35,7 @@ async def strict_edge(edge_factory: EdgeFactory) -> RunningEdge:
     return await edge_factory(
         [("nowhere", f"http://127.0.0.1:{free_port()}")],
         jwt_secret=JWT_SECRET,
+        admin_keys=(ADMIN_KEY,),
         limits=replace(STRICT, max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40),
     )
 
@@ -113,11 +115,11 @@ async def test_client_secret_minted_from_key_works_at_handshake(strict_edge: Run
         assert minted.status_code == 200
         secret = minted.json()
         assert secret["value"].startswith("ek_") and secret["expires_at"] > time.time() + 50
-        # A client secret cannot mint more secrets: only the API key can.
+        # A client secret cannot mint more secrets: only the API key can (authenticated, not allowed).
         again = await http.post(
             "/v1/realtime/client_secrets", json={}, headers={"Authorization": f"Bearer {secret['value']}"}
         )
-        assert again.status_code == 401
+        assert again.status_code == 403
     # The stock client with the ephemeral key, as a browser app would get it from its backend.
     async with client(strict_edge.url, secret["value"]).realtime.connect(model="x") as conn:
         assert (await conn.recv()).type == "session.created"
@@ -126,7 +128,10 @@ async def test_client_secret_minted_from_key_works_at_handshake(strict_edge: Run
 async def test_status_needs_auth_and_reports_router(strict_edge: RunningEdge) -> None:
     async with httpx.AsyncClient(base_url=strict_edge.http_url) as http:
         assert (await http.get("/status")).status_code == 401
-        ok = await http.get("/status", headers={"Authorization": f"Bearer {strict_edge.api_key}"})
+        # The ops data needs the admin scope: an ordinary key is authenticated but not allowed.
+        user = await http.get("/status", headers={"Authorization": f"Bearer {strict_edge.api_key}"})
+        assert user.status_code == 403
+        ok = await http.get("/status", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
         assert ok.status_code == 200
         body = ok.json()
         assert "router" in body and "edge" in body
@@ -149,6 +154,33 @@ async def test_concurrent_session_limit_per_key(strict_edge: RunningEdge) -> Non
     await asyncio.sleep(0.2)
     third = await _raw(strict_edge, strict_edge.api_key)  # a slot is free again
     await third.close()
+
+
+async def test_edge_wide_session_cap_refuses_any_key(edge_factory: EdgeFactory) -> None:
+    full = await edge_factory(
+        [("nowhere", f"http://127.0.0.1:{free_port()}")], limits=LimitSettings(max_sessions=1)
+    )
+    first = await _raw(full, full.api_key)
+    try:
+        with pytest.raises(websockets.InvalidStatus) as info:
+            await _raw(full, full.api_key)
+        assert info.value.response.status_code == 429
+        assert b"edge_session_limit_exceeded" in (info.value.response.body or b"")
+    finally:
+        await first.close()
+
+
+async def test_oversized_token_is_refused_at_once_not_hung(strict_edge: RunningEdge) -> None:
+    """An 8 KB bearer token used to hang the handshake (uvicorn's WebSocket parser refused the
+    header line without answering); now the request head bound answers 431."""
+    for size in (8_000, 70_000):
+        with pytest.raises(websockets.InvalidStatus) as info:
+            async with asyncio.timeout(30):  # only stops a hang from hanging the suite
+                await _raw(strict_edge, "x" * size)
+        assert info.value.response.status_code == 431
+    ws = await _raw(strict_edge, strict_edge.api_key)  # the edge carries on
+    assert (await _next(ws))["type"] == "session.created"
+    await ws.close()
 
 
 async def test_event_rate_limit_answers_error_and_session_survives(strict_edge: RunningEdge) -> None:

@@ -16,7 +16,7 @@ from edge.settings import EdgeSettings
 from edge.testing import ScriptedRouter, SessionHarness, ToneVoice, clause, memory_services, spoken_reply
 from router.api import Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
 from wire.errors import RegionUnavailable
-from wire.turn import TextDelta, TurnDone, TurnError, TurnQueued, TurnStart
+from wire.turn import TextDelta, TurnDone, TurnQueued, TurnStart
 
 DELTAS = {"response.output_audio.delta", "response.output_audio_transcript.delta"}
 
@@ -166,7 +166,7 @@ async def test_no_region_at_all_speaks_the_hold_message() -> None:
 
 async def test_region_errors_and_failed_turns_degrade_too() -> None:
     cases: list[tuple[list[RoutedEvent], str]] = [
-        ([Routed(region="a"), TurnError(code="llm_failed", message="boom")], "llm_failed"),
+        ([Routed(region="a"), Degraded(reason="llm_failed")], "llm_failed"),
         (
             [Routed(region="a"), TurnDone(turn_id="t", region="a", status="failed", error="tts_failed")],
             "tts_failed",

@@ -52,6 +52,21 @@ BAD_EVENTS: list[tuple[str, str]] = [
         "invalid_value",
     ),
     (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "unsupported_event"),
+    (
+        json.dumps(
+            {
+                "type": "conversation.item.create",
+                "item": {
+                    "type": "message",
+                    "role": "system",
+                    "content": [{"type": "input_text", "text": "x"}],
+                },
+            }
+        ),
+        "invalid_value",
+    ),
+    (_update({"max_output_tokens": 2**31}), "invalid_value"),
+    (json.dumps({"type": "input_audio_buffer.clear", "event_id": "e", "n": 2**64}), "invalid_value"),
 ]
 
 

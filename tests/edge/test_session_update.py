@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from edge.testing import SessionHarness, memory_services
@@ -102,3 +103,82 @@ async def test_transcription_sessions_are_not_served() -> None:
     async with SessionHarness(memory_services()) as edge:
         await edge.send({"type": "session.update", "session": {"type": "transcription"}})
         assert edge.sent[-1]["error"]["code"] == "unsupported_session_type"
+
+
+def _vad(**fields: Any) -> dict[str, Any]:
+    return {"audio": {"input": {"turn_detection": {"type": "server_vad", **fields}}}}
+
+
+TD = "session.audio.input.turn_detection."
+
+
+@pytest.mark.parametrize(
+    ("session", "param"),
+    [
+        (_vad(prefix_padding_ms=10**9), TD + "prefix_padding_ms"),
+        (_vad(prefix_padding_ms=-1), TD + "prefix_padding_ms"),
+        (_vad(silence_duration_ms=10**12), TD + "silence_duration_ms"),
+        (_vad(threshold=0.0), TD + "threshold"),
+        (_vad(threshold=1.0), TD + "threshold"),
+        (_vad(idle_timeout_ms=10**10), TD + "idle_timeout_ms"),
+        ({"max_output_tokens": -5}, "session.max_output_tokens"),
+        ({"max_output_tokens": 0}, "session.max_output_tokens"),
+        ({"max_output_tokens": 2**31}, "session.max_output_tokens"),
+        ({"instructions": "x" * 900_000}, "session.instructions"),
+        ({"audio": {"output": {"voice": "v" * 10_000}}}, "session.audio.output.voice"),
+        ({"audio": {"output": {"speed": 40.0}}}, "session.audio.output.speed"),
+        (
+            {"truncation": {"type": "retention_ratio", "retention_ratio": 7}},
+            "session.truncation.retention_ratio",
+        ),
+    ],
+)
+async def test_out_of_bounds_settings_name_the_param_and_change_nothing(
+    session: dict[str, Any], param: str
+) -> None:
+    """All or nothing: the good fields of a refused update are not applied either."""
+    async with SessionHarness(memory_services()) as edge:
+        snapshot = msgspec.json.encode(edge.state)
+        await edge.send(
+            {
+                "type": "session.update",
+                "event_id": "evt_b",
+                "session": {"type": "realtime", "instructions": "changed", **session},
+            }
+        )
+        error = edge.sent[-1]
+        assert error["type"] == "error", error
+        assert error["error"]["param"] == param and error["error"]["event_id"] == "evt_b"
+        assert error["error"]["code"] in ("invalid_value", "text_too_long")
+        assert msgspec.json.encode(edge.state) == snapshot
+        assert not edge.of_type("session.updated")
+        await edge.send(update(instructions="fine"))  # the session still works
+        assert edge.sent[-1]["type"] == "session.updated"
+
+
+@pytest.mark.parametrize("big", [2**63, 2**64, 2**64 + 1, -(2**64), 10**30])
+async def test_huge_integers_anywhere_are_a_client_error(big: int) -> None:
+    async with SessionHarness(memory_services()) as edge:
+        for event, param in (
+            (update(max_output_tokens=big), "session.max_output_tokens"),
+            (update(**_vad(prefix_padding_ms=big)), TD + "prefix_padding_ms"),
+            ({"type": "input_audio_buffer.clear", "junk": {"deep": [big]}}, "junk.deep.0"),
+        ):
+            await edge.send(event)
+            error = edge.sent[-1]
+            assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+            assert (error["error"]["code"], error["error"]["param"]) == ("invalid_value", param), error
+        await edge.send(update(instructions="fine"))
+        assert edge.sent[-1]["type"] == "session.updated"
+
+
+async def test_inf_max_output_tokens_is_the_cap_and_bounds_are_inclusive() -> None:
+    async with SessionHarness(memory_services()) as edge:
+        cap = edge.services.settings.limits.content.max_output_tokens
+        await edge.send(update(max_output_tokens="inf"))
+        assert edge.sent[-1]["session"]["max_output_tokens"] == cap == edge.state.max_output_tokens
+        await edge.send(update(max_output_tokens=1, **_vad(prefix_padding_ms=5_000, silence_duration_ms=32)))
+        assert edge.sent[-1]["type"] == "session.updated"
+        td = edge.state.turn_detection
+        assert td is not None and (td.prefix_padding_ms, td.silence_duration_ms) == (5_000, 32)
+        assert edge.state.max_output_tokens == 1

@@ -7,6 +7,7 @@ file order, and the last one tears it down with `voicemesh down`.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -23,6 +24,8 @@ from tests.fixtures.infra import LocalDeployment
 from voicemesh.talk import talk
 from wire.audio import CLIENT_RATE, float_to_pcm16, read_wav, resample
 from wire.client import run_turn
+from wire.region_auth import TokenSigner
+from wire.region_keys import KeyFile
 from wire.turn import TurnStart
 
 
@@ -41,11 +44,21 @@ def test_up_brings_up_two_regions_that_answer_health(local_deployment: LocalDepl
     regions = local_deployment.registry()["regions"]
     assert [r["id"] for r in regions] == ["eu-west", "us-east"]
     for r in regions:
-        health = httpx.get(r["url"] + "/health", timeout=5)
+        bare = httpx.get(r["url"] + "/health", timeout=5)
+        assert bare.status_code == 200 and bare.json() == {"status": "ready"}  # no token: nothing more
+        health = httpx.get(r["url"] + "/health", headers=local_deployment.region_auth.headers(), timeout=5)
         assert health.status_code == 200, health.text
         body = health.json()
         assert body["status"] == "ready" and body["region"] == r["id"]
         assert all(body["models"].values())  # warm before Terraform called it created
+    keys = local_deployment.state / "region-keys.json"
+    assert keys.stat().st_mode & 0o777 == 0o600
+    secret = keys.read_text()
+    tf_state = (local_deployment.state / "infra" / "local" / "terraform.tfstate").read_text()
+    for key in json.loads(secret)["keys"]:
+        assert (
+            key["secret"] not in tf_state and key["secret"] not in local_deployment.registry_path.read_text()
+        )
 
 
 def test_registry_lists_the_regions_with_their_outputs(local_deployment: LocalDeployment) -> None:
@@ -88,7 +101,7 @@ async def test_a_region_from_the_registry_serves_a_turn(
     samples, rate = read_wav(speech("What is the capital of France?"))
     pcm = float_to_pcm16(resample(samples, rate, 16_000))
     start = TurnStart(turn_id=uuid.uuid4().hex, audio_bytes=len(pcm), max_output_tokens=40)
-    result = await run_turn(region["url"], start, pcm, region=region["id"])
+    result = await run_turn(region["url"], start, pcm, region=region["id"], auth=local_deployment.region_auth)
     assert result.error is None, result.error
     assert result.status == "completed", result
     assert "capital" in result.transcript.lower()  # whisper base may mishear "France"
@@ -112,6 +125,31 @@ async def test_an_edge_started_from_the_registry_serves_a_turn(
     assert reply.region in {"eu-west", "us-east"}  # served by a Terraform-provisioned region
     assert reply.text.strip() and len(reply.audio) > CLIENT_RATE  # > 0.5 s of PCM16 speech
     print(f"edge turn via {reply.region}: first audio {reply.first_audio_s}s after end of speech")
+
+
+async def test_rotate_key_keeps_regions_and_the_edge_serving(
+    local_deployment: LocalDeployment, speech: SpeechFactory
+) -> None:
+    old = TokenSigner(KeyFile(local_deployment.state / "region-keys.json"))
+    old_header = {"Authorization": old.authorization()}
+    rotated = local_deployment.voicemesh("infra", "rotate-key")
+    assert rotated.returncode == 0 and "added key" in rotated.stderr, rotated.stdout + rotated.stderr
+    new = TokenSigner(KeyFile(local_deployment.state / "region-keys.json"))
+    new_header = {"Authorization": new.authorization()}
+    assert new.kid != old.kid
+    async with httpx.AsyncClient(timeout=5) as http:
+        for region in local_deployment.registry()["regions"]:
+            for header in (old_header, new_header):  # the overlap: both accepted, no restart
+                health = await http.get(region["url"] + "/health", headers=header)
+                assert health.status_code == 200 and "queue_depth" in health.json(), health.text
+    samples, rate = read_wav(speech("What is the capital of France?"))
+    reply = await talk(
+        local_deployment.edge_url,
+        local_deployment.api_key,
+        resample(samples, rate, CLIENT_RATE),
+        timeout_s=240,
+    )
+    assert reply.status == "completed" and reply.region in {"eu-west", "us-east"}, reply.types
 
 
 def test_a_killed_region_is_reported_and_restored_by_up(local_deployment: LocalDeployment) -> None:

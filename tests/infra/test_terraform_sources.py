@@ -57,6 +57,7 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
         "voicemesh_bin": "/bin/true",
         "run_dir": str(tmp_path / "run"),
         "llm_url": "http://127.0.0.1:1/v1",
+        "region_keys_path": str(tmp_path / "region-keys.json"),
     }
     assert tf.plan_has_changes(good) is True  # exit code 2 of -detailed-exitcode is "changes", not failure
     assert tf.plan_has_changes({**good, "llm_url": "", "region_count": 3}) is True  # + the shared vLLM

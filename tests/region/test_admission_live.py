@@ -30,7 +30,7 @@ async def test_beyond_capacity_turns_queue_then_get_busy(region_factory: RegionF
         assert isinstance(queued, TurnQueued) and queued.position == 1 and queued.estimated_wait_s > 0
 
         async with httpx.AsyncClient() as http:
-            health = (await http.get(f"{region.url}/health")).json()
+            health = (await http.get(f"{region.url}/health", headers=region.headers())).json()
         assert (health["active"], health["free_slots"], health["queue_depth"]) == (1, 0, 1)
         assert health["load"] == 2.0
 
@@ -69,7 +69,8 @@ async def test_a_queued_turn_that_disconnects_leaves_the_queue(region_factory: R
         await b.close()
         async with httpx.AsyncClient() as http:
             for _ in range(200):  # polls for up to 10 s: a busy machine may be slow to notice
-                if (await http.get(f"{region.url}/health")).json()["queue_depth"] == 0:
+                health = await http.get(f"{region.url}/health", headers=region.headers())
+                if health.json()["queue_depth"] == 0:
                     break
                 await asyncio.sleep(0.05)
             else:

@@ -31,7 +31,7 @@ async def _next_error(ws: ClientConnection) -> dict[str, Any]:
 async def test_bad_input_gets_an_error_and_the_connection_stays_usable(
     region: RunningRegion, name: str, frames: list[str | bytes], code: str
 ) -> None:
-    async with connect(turns_url(region.url), max_size=2**24) as ws:
+    async with connect(turns_url(region.url), max_size=2**24, additional_headers=region.headers()) as ws:
         for frame in frames:
             await ws.send(frame)
         err = await _next_error(ws)
@@ -53,7 +53,7 @@ async def test_bad_input_does_not_disturb_a_turn_on_another_connection(region: R
     good = asyncio.create_task(
         run_turn(region.url, TurnStart(turn_id="good", text="Name a colour.", max_output_tokens=20))
     )
-    async with connect(turns_url(region.url), max_size=2**24) as ws:
+    async with connect(turns_url(region.url), max_size=2**24, additional_headers=region.headers()) as ws:
         for _, frames, code in CASES:
             for frame in frames:
                 await ws.send(frame)

@@ -128,8 +128,8 @@ async def test_cancel_while_speaking_a_clause(region: RunningRegion) -> None:
 
 async def test_metrics_expose_stage_histograms_and_counters(region: RunningRegion) -> None:
     async with httpx.AsyncClient() as http:
-        body = (await http.get(f"{region.url}/metrics")).text
-        health = await http.get(f"{region.url}/health")
+        body = (await http.get(f"{region.url}/metrics", headers=region.headers())).text
+        health = await http.get(f"{region.url}/health", headers=region.headers())
     for name in (
         "voicemesh_region_stt_seconds",
         "voicemesh_region_llm_ttft_seconds",
@@ -180,7 +180,7 @@ async def test_a_dropped_connection_cancels_its_turn_and_frees_the_slot(
     await conn.close()  # the edge went away mid-answer
     async with httpx.AsyncClient() as http:
         for _ in range(200):  # polls for up to 10 s: a busy machine may be slow to notice
-            health = (await http.get(f"{region.url}/health")).json()
+            health = (await http.get(f"{region.url}/health", headers=region.headers())).json()
             if health["active"] == 0:
                 break
             await asyncio.sleep(0.05)

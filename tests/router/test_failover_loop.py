@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from router.api import Degraded, SessionRouting
+from router.api import ClientRefused, Degraded, SessionRouting
 from router.core import Router
 from router.registry import Location, Registry
 from router.settings import RouterSettings
@@ -32,7 +32,7 @@ from router.testing import (
 )
 from tests.router.conftest import EDGE, FAR, NEAR, Seen, collect
 from wire.client import ClauseAudio
-from wire.turn import TurnError, TurnStart
+from wire.turn import TurnStart
 
 GUARD_S = 60.0
 """Only against a hang: a correct router never comes near it."""
@@ -190,7 +190,7 @@ async def test_a_client_error_is_passed_on_not_failed_over() -> None:
             assert router.sticky.get("s") is None
     assert seen.routed == [strict.id] and not seen.failovers and seen.done is None and not other.starts
     last = seen.events[-1][1]
-    assert isinstance(last, TurnError) and last.code == "unknown_voice"
+    assert isinstance(last, ClientRefused) and last.code == "unknown_voice"
 
 
 async def test_a_failed_turn_done_fails_over() -> None:

@@ -7,8 +7,10 @@ fetched here): we launch the system Chromium. Flags from ../shared/FINDINGS.md.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -99,13 +101,20 @@ def docs_screenshot(name: str) -> Path | None:
     return Path(__file__).resolve().parents[2] / "docs" / "img" / name
 
 
+@dataclass
+class WebEdge(RunningEdge):
+    admin_key: str = ""
+    """What the operations page needs for ``/status`` (``api_key`` is the talk page's caller key)."""
+
+
 @pytest_asyncio.fixture(scope="session")
-async def web_edge(edge_factory: EdgeFactory, region: RunningRegion) -> RunningEdge:
+async def web_edge(edge_factory: EdgeFactory, region: RunningRegion) -> WebEdge:
     """An edge in front of the session's real region, plus a registered region nobody runs (so the
     operations page has a healthy and an unreachable region to tell apart). Locations and residency
-    tags make the registry look like a real one."""
+    tags make the registry look like a real one. It has a caller key and an admin key."""
     dead = ("us-east", f"http://127.0.0.1:{free_port()}")
-    edge = await edge_factory([region, dead])
+    admin = "admin-" + secrets.token_hex(8)
+    edge = WebEdge(**vars(await edge_factory([region, dead], admin_keys=(admin,))), admin_key=admin)
     edge.router.apply_registry(
         Registry(
             regions=[

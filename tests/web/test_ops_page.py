@@ -1,4 +1,4 @@
-"""The operations page in a real Chromium: what it shows must match the edge's authenticated /status."""
+"""The operations page in a real Chromium: what it shows must match the edge's /status (admin key)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import httpx
 import pytest
 from playwright.async_api import Page
 
-from tests.fixtures.edge import RunningEdge
-from tests.web.conftest import docs_screenshot
+from tests.web.conftest import WebEdge, docs_screenshot
 
 pytestmark = pytest.mark.slow  # real models / regions / browser
 
@@ -31,8 +30,8 @@ async def wait_for_polls(page: Page, n: int, timeout_s: float = 20.0) -> dict[st
     return snap
 
 
-async def test_ops_page_shows_the_region_states_of_status(page: Page, web_edge: RunningEdge) -> None:
-    await page.goto(f"{web_edge.http_url}/ops#key={web_edge.api_key}")
+async def test_ops_page_shows_the_region_states_of_status(page: Page, web_edge: WebEdge) -> None:
+    await page.goto(f"{web_edge.http_url}/ops#key={web_edge.admin_key}")
     # Wait until the unreachable region's probe has failed at least once, so the states differ.
     deadline = time.monotonic() + 30
     while True:
@@ -40,7 +39,7 @@ async def test_ops_page_shows_the_region_states_of_status(page: Page, web_edge: 
         await asyncio.sleep(1.1)  # one more poll after the check below sees the same router state
         async with httpx.AsyncClient() as http:
             res = await http.get(
-                f"{web_edge.http_url}/status", headers={"Authorization": f"Bearer {web_edge.api_key}"}
+                f"{web_edge.http_url}/status", headers={"Authorization": f"Bearer {web_edge.admin_key}"}
             )
         assert res.status_code == 200, res.text
         status = res.json()
@@ -73,16 +72,27 @@ async def test_ops_page_shows_the_region_states_of_status(page: Page, web_edge: 
         await page.screenshot(path=str(path), full_page=True)
 
 
-async def test_status_needs_the_key_and_the_page_asks_again(page: Page, web_edge: RunningEdge) -> None:
+async def test_status_needs_the_key_and_the_page_asks_again(page: Page, web_edge: WebEdge) -> None:
     async with httpx.AsyncClient() as http:
         res = await http.get(f"{web_edge.http_url}/status")
-    assert res.status_code == 401, res.text
+        assert res.status_code == 401, res.text
+        caller = await http.get(
+            f"{web_edge.http_url}/status", headers={"Authorization": f"Bearer {web_edge.api_key}"}
+        )
+        assert caller.status_code == 403, caller.text  # the talk page's key is not an admin key
     await page.goto(f"{web_edge.http_url}/ops#key=not-the-key")
     await page.wait_for_selector("#key-form:not([hidden])", timeout=10_000)
     assert "refused" in await page.locator("#error").inner_text()
     assert (await ops_snapshot(page))["regions"] == []
-    # Typing the right key recovers without a reload.
+    # The caller key is refused too, with its own reason.
     await page.fill("#key-form input", web_edge.api_key)
+    await page.click("#key-form button")
+    await page.wait_for_function(
+        "document.querySelector('#error').textContent.includes('not an admin key')", timeout=10_000
+    )
+    await page.wait_for_selector("#key-form:not([hidden])", timeout=10_000)
+    # Typing the admin key recovers without a reload.
+    await page.fill("#key-form input", web_edge.admin_key)
     await page.click("#key-form button")
     snap = await wait_for_polls(page, 1)
     assert {r["id"] for r in snap["regions"]} == {"test-region", "us-east"}

@@ -29,6 +29,7 @@ from voicemesh.speech import espeak
 from wire.audio import STT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio, run_turn
 from wire.errors import VoicemeshError
+from wire.region_auth import ClientAuth
 from wire.turn import TurnStart
 
 Report = Callable[[str], None]
@@ -125,7 +126,9 @@ async def _region(
     """(base URL, a warm node on this machine): the region under test and models for part 2."""
     if options.url:
         async with httpx.AsyncClient() as http:
-            health = (await http.get(options.url.rstrip("/") + "/health")).json()
+            health = (
+                await http.get(options.url.rstrip("/") + "/health", headers=ClientAuth.from_env().headers())
+            ).json()
         llm_url = settings.llm.url or health.get("llm_url")
         if not llm_url:
             raise VoicemeshError("give --llm-url: the region did not say which LLM it uses")

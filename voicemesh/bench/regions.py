@@ -6,11 +6,13 @@ only), logs to a file, and is started, waited for and stopped with ``voicemesh.p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from voicemesh.processes import free_port, spawn, stop_async, wait_healthy
+from wire.region_auth import KEYS_ENV
 
 
 class LocalRegion:
@@ -34,6 +36,9 @@ class LocalRegion:
             sys.executable, "-m", "voicemesh.cli.main", "region", "serve", "--id", self.id,
             "--port", str(self.port), "--llm-url", self._llm_url,
         ]  # fmt: skip
+        # The key set the bench's own router signs with; without one these loopback regions run open.
+        keys = os.environ.get(KEYS_ENV)
+        cmd += ["--keys", keys] if keys else ["--insecure-no-auth"]
         self._proc = spawn(cmd, log_path=self._log)
         await wait_healthy(
             f"{self.url}/health",

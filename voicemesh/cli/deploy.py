@@ -18,7 +18,7 @@ import click
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.cli.infra import infra_down, infra_up, voicemesh_executable
+from voicemesh.cli.infra import infra_down, infra_up, region_keys_path, voicemesh_executable
 from voicemesh.processes import is_alive, read_pid, spawn, stop, wait_healthy_sync
 from wire.errors import VoicemeshError
 
@@ -29,14 +29,19 @@ def _edge_pid_file() -> Path:
     return paths.state_dir() / "edge.pid"
 
 
-def api_key() -> str:
-    """The local deployment's API key: made once, kept (0600) in the state directory."""
-    path = paths.state_dir() / "api-key"
+def api_key(name: str = "api-key", prefix: str = "vm-") -> str:
+    """One of the local deployment's keys: made once, kept (0600) in the state directory."""
+    path = paths.state_dir() / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o600)
-        path.write_text("vm-" + secrets.token_urlsafe(24))
+        path.write_text(prefix + secrets.token_urlsafe(24))
     return path.read_text().strip()
+
+
+def admin_key() -> str:
+    """The local deployment's admin key (``/status``, the ops page); the API key is for talking."""
+    return api_key("admin-key", "vma-")
 
 
 def _edge_available() -> bool:
@@ -50,6 +55,8 @@ def _edge_command(registry: Path, host: str, port: int) -> list[str]:
         "serve",
         "--registry",
         str(registry),
+        "--region-keys",  # made by `infra_up` before apply, the same file the regions read
+        str(region_keys_path()),
         "--host",
         host,
         "--port",
@@ -93,7 +100,8 @@ def up(
         return
     progress("[3/3] edge")
     url = f"http://{host}:{port}"
-    env = {**os.environ, "VOICEMESH_API_KEYS": key}
+    admin = admin_key()
+    env = {**os.environ, "VOICEMESH_API_KEYS": key, "VOICEMESH_ADMIN_KEYS": admin}
     command = _edge_command(registry, host, port)
     log = paths.state_dir() / "edge.log" if detach else None  # in the foreground it prints here
     proc = spawn(command, log_path=log, env=env)
@@ -108,9 +116,9 @@ def up(
         die_on_voicemesh_error(exc)
     progress(f"edge ready after {took:.1f} s")
     console.print(f"[green]voicemesh is up[/green]: ws{url[4:]}/v1/realtime  (status: {url}/status)")
-    console.print(f"API key: {key}")
+    console.print(f"API key: {key}   admin key (status, ops): {admin}")
     console.print(f"talk: {url}/#key={key}")
-    console.print(f"ops:  {url}/ops#key={key}")
+    console.print(f"ops:  {url}/ops#key={admin}")
     if detach:
         console.print("running in the background: `voicemesh down` stops it")
         return

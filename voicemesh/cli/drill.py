@@ -21,7 +21,7 @@ from rich.table import Table
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.cli.infra import infra_up, registry_path
+from voicemesh.cli.infra import infra_up, region_keys_path, registry_path
 from voicemesh.drills.callers import CallerSettings, EdgeTarget
 from voicemesh.drills.console import LiveProgress, load_table, summary_table
 from voicemesh.drills.deployment import Deployment, Report, run_command, voicemesh_bin
@@ -30,6 +30,7 @@ from voicemesh.drills.runner import DrillResult, run_drill, run_load
 from voicemesh.drills.scenarios import SCENARIOS, FaultParams
 from voicemesh.drills.slo import Slo, missed
 from wire.errors import VoicemeshError
+from wire.region_auth import ClientAuth
 
 ENV = "local"
 
@@ -44,6 +45,14 @@ def _api_key(given: str | None) -> str:
     return api_key()
 
 
+def _admin_key() -> str:
+    if os.environ.get("VOICEMESH_ADMIN_KEY"):
+        return os.environ["VOICEMESH_ADMIN_KEY"]
+    from voicemesh.cli.deploy import admin_key  # the drill reads the edge's /status (admin scope)
+
+    return admin_key()
+
+
 def _deployment(edge_url: str, api_key: str | None, registry: Path | None, llm_url: str | None) -> Deployment:
     reg = registry or registry_path()
 
@@ -55,7 +64,14 @@ def _deployment(edge_url: str, api_key: str | None, registry: Path | None, llm_u
     async def restore(report: Report) -> None:
         await infra_up(ENV, {}, reg, report)
 
-    return Deployment(EdgeTarget(edge_url, _api_key(api_key)), reg, env=ENV, start=start, restorer=restore)
+    return Deployment(
+        EdgeTarget(edge_url, _api_key(api_key), _admin_key()),
+        reg,
+        env=ENV,
+        start=start,
+        restorer=restore,
+        region_auth=ClientAuth.from_paths(region_keys_path()),
+    )
 
 
 def _out_dir(given: Path | None, name: str) -> Path:

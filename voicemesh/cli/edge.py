@@ -19,22 +19,24 @@ def edge() -> None:
     """The edge: OpenAI Realtime WebSocket, VAD, barge-in and the fallback voice."""
 
 
-def api_keys_from_env() -> tuple[str, ...]:
-    """``VOICEMESH_API_KEY`` (one) and ``VOICEMESH_API_KEYS`` (comma-separated)."""
-    keys = [os.environ.get("VOICEMESH_API_KEY", "")]
-    keys += os.environ.get("VOICEMESH_API_KEYS", "").split(",")
+def api_keys_from_env(prefix: str = "VOICEMESH_API") -> tuple[str, ...]:
+    """``VOICEMESH_API_KEY`` (one) and ``VOICEMESH_API_KEYS`` (comma-separated); with
+    ``prefix="VOICEMESH_ADMIN"`` the admin keys (``/status``, the ops page) the same way."""
+    keys = [os.environ.get(f"{prefix}_KEY", "")]
+    keys += os.environ.get(f"{prefix}_KEYS", "").split(",")
     return tuple(dict.fromkeys(k.strip() for k in keys if k.strip()))
 
 
 def edge_settings(
     *, profile: str | None = None, host: str = "127.0.0.1", port: int = 8080, api_keys: tuple[str, ...] = (),
-    vad_model: str | None = None, store_url: str | None = None,
+    vad_model: str | None = None, store_url: str | None = None, admin_keys: tuple[str, ...] = (),
 ) -> EdgeSettings:  # fmt: skip
     from voicemesh.profiles import load_profile
 
     p = load_profile(profile)
     return EdgeSettings(
-        host=host, port=port, api_keys=api_keys, jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
+        host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
+        jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
         vad_model=vad_model or p.edge.vad_model, piper_model=p.edge.piper_model, store_url=store_url,
     )  # fmt: skip
 
@@ -78,17 +80,26 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @click.option(
     "--connect-burst", default=20, show_default=True, type=int, help="Sessions a key may open at once."
 )
+@click.option(
+    "--region-keys", envvar="VOICEMESH_REGION_KEYS", default=None, type=click.Path(dir_okay=False),
+    help="Region key set: the router signs a short-lived token for every region connection and probe.",
+)  # fmt: skip
+@click.option(
+    "--region-ca", envvar="VOICEMESH_REGION_CA", default=None, type=click.Path(exists=True, dir_okay=False),
+    help="CA bundle (PEM) that https/wss region URLs are verified against (default: system CAs).",
+)  # fmt: skip
 @profile_option
 def serve(
     registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
     store_url: str | None, redis_url: str | None, location: str, max_sessions_per_key: int,
-    connect_burst: int, profile: str | None,
+    connect_burst: int, region_keys: str | None, region_ca: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
     from edge.server import serve_edge
     from router.core import Router
     from router.registry import Location, Registry
     from router.settings import RouterSettings
+    from wire.region_auth import CA_ENV, KEYS_ENV
 
     try:
         lat, lon = (float(v) for v in location.split(","))
@@ -100,17 +111,26 @@ def serve(
     if not keys:
         keys = ("vm-" + secrets.token_urlsafe(24),)
         console.print(f"no VOICEMESH_API_KEY set: this edge accepts the generated key [bold]{keys[0]}[/bold]")
+    admin_keys = api_keys_from_env("VOICEMESH_ADMIN")
+    if not admin_keys:
+        admin_keys = ("vma-" + secrets.token_urlsafe(24),)
+        console.print(f"no VOICEMESH_ADMIN_KEY set: /status and /ops accept the generated key "
+                      f"[bold]{admin_keys[0]}[/bold]")  # fmt: skip
     settings = edge_settings(profile=profile, host=host, port=port, api_keys=keys, vad_model=vad_model,
-                             store_url=store_url)  # fmt: skip
+                             store_url=store_url, admin_keys=admin_keys)  # fmt: skip
     limits = replace(settings.limits, max_sessions_per_key=max_sessions_per_key, connect_burst=connect_burst)
     settings = replace(settings, limits=limits)
+
+    # The flags stand for the variables for every region client of this process (pool, probes).
+    os.environ.update({k: v for k, v in ((KEYS_ENV, region_keys), (CA_ENV, region_ca)) if v})
 
     async def main(stop: asyncio.Event) -> None:
         reg = region_registry(regions) if regions else None
         assert reg is None or isinstance(reg, Registry)
         router_settings = RouterSettings(
-            registry_path=registry or "", location=Location(lat, lon), redis_url=redis_url
-        )
+            registry_path=registry or "", location=Location(lat, lon), redis_url=redis_url,
+            region_keys_path=region_keys or "", region_ca_path=region_ca or "",
+        )  # fmt: skip
         router = Router(router_settings, registry=reg)
         await router.start()
         await serve_edge(settings, router, stop=stop, report=progress)
@@ -130,16 +150,18 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
 
     from voicemesh.talk import talk as run_talk
     from wire.audio import CLIENT_RATE, pcm16_to_float, read_wav, resample, write_wav
+    from wire.redact import redact_url
 
     key = api_key or (api_keys_from_env() or ("",))[0]
     if not key:
         fail("no API key: pass --api-key or set VOICEMESH_API_KEY (`voicemesh up` prints one)")
     samples, rate = read_wav(in_wav)
-    progress(f"speaking {Path(in_wav).name} ({len(samples) / rate:.1f} s) to {url}")
+    progress(f"speaking {Path(in_wav).name} ({len(samples) / rate:.1f} s) to {redact_url(url)}")
     try:
         reply = asyncio.run(run_talk(url, key, resample(samples, rate, CLIENT_RATE)))
     except (openai.OpenAIError, OSError, TimeoutError) as exc:
-        fail(f"could not talk to the edge at {url}: {exc!r}; is `voicemesh edge serve` (or `up`) running?")
+        where = redact_url(url)
+        fail(f"could not talk to the edge at {where}: {exc!r}; is `voicemesh edge serve` (or `up`) running?")
     errors = [e for e in reply.events if e.type == "error"]
     for e in errors:
         console.print(f"[red]edge error[/red] {e.error.code}: {e.error.message}")
@@ -174,7 +196,8 @@ def bench_edge(
     from voicemesh.bench.edge import run_bench
 
     key = "bench-" + secrets.token_hex(8)
-    settings = edge_settings(profile=profile, api_keys=(key,), vad_model=vad_model)
+    # The bench reads /status: its one key is an admin key too.
+    settings = edge_settings(profile=profile, api_keys=(key,), admin_keys=(key,), vad_model=vad_model)
     asyncio.run(
         run_bench(
             settings, region_url=region_url, n_idle=n_idle, n_streams=n_streams, seconds=seconds,

@@ -1,4 +1,5 @@
-"""``voicemesh infra install|up|down|status``: Terraform-provisioned regions, and the registry.
+"""``voicemesh infra install|up|down|status|rotate-key``: Terraform-provisioned regions, the registry,
+and the region key set.
 
 Composition only: the infra tier does the work; this module picks the per-user directories,
 the ``voicemesh`` executable Terraform runs, and turns Terraform's outputs into the registry.
@@ -9,17 +10,21 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from infra.environment import Deployment, Environment, available_envs
+from infra.processes import ProcessSpec
 from infra.tooling import Report, Toolchain, ensure_terraform
 from router.registry import Location, RegionRecord, Registry, dump_registry
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
 from wire.errors import VoicemeshError
+from wire.region_auth import ClientAuth
+from wire.region_keys import LEEWAY_S, MAX_TOKEN_TTL_S, ensure_key_set, rotate_key_set
 
 
 def terraform_home() -> Path:
@@ -28,6 +33,12 @@ def terraform_home() -> Path:
 
 def registry_path() -> Path:
     return paths.state_dir() / "registry.json"
+
+
+def region_keys_path() -> Path:
+    """The region key set (0600) that local regions and the local edge read. Made by voicemesh, never
+    by Terraform: its state holds only this path, never a secret."""
+    return paths.state_dir() / "region-keys.json"
 
 
 def install_terraform(report: Report = progress, *, force: bool = False) -> Toolchain:
@@ -68,7 +79,12 @@ async def infra_up(
 ) -> tuple[Deployment, Path]:
     """``terraform apply`` the environment and write the registry from its outputs."""
     target = registry or registry_path()
-    deployment = await environment(env, report).up({"voicemesh_bin": voicemesh_executable(), **variables})
+    keys = region_keys_path()
+    if ensure_key_set(keys):
+        report(f"region key set created at {keys} (mode 0600)")
+    deployment = await environment(env, report).up(
+        {"voicemesh_bin": voicemesh_executable(), "region_keys_path": str(keys), **variables}
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     dump_registry(to_registry(deployment, f"terraform:{env}"), target)
     report(f"registry with {len(deployment.regions)} region(s) written to {target}")
@@ -156,12 +172,23 @@ def down(env: str, registry: Path | None) -> None:
         die_on_voicemesh_error(exc)
 
 
+def _region_token_headers() -> Callable[[ProcessSpec], Mapping[str, str]]:
+    """A region token for the regions' health checks only (no other process gets it)."""
+    keys = region_keys_path()
+    auth = ClientAuth.from_paths(keys) if keys.exists() else ClientAuth()
+
+    def headers(spec: ProcessSpec) -> Mapping[str, str]:
+        return auth.headers() if spec.name.startswith("region-") else {}
+
+    return headers
+
+
 @infra.command("status")
 @env_option
 def status(env: str) -> None:
     """Each process's pid and /health; exits 1 if any is dead or not answering."""
     try:
-        found = asyncio.run(environment(env, lambda _: None).status())
+        found = asyncio.run(environment(env, lambda _: None).status(_region_token_headers()))
     except VoicemeshError as exc:
         die_on_voicemesh_error(exc)
     if not found:
@@ -181,4 +208,38 @@ def status(env: str) -> None:
         )
 
 
-__all__ = ["available_envs", "infra_down", "infra_up", "install_terraform", "registry_path"]
+@infra.command("rotate-key")
+@click.option(
+    "--activate-in", "activate_in_s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+    help="Seconds before edges sign with the new key: how long the file takes to reach every region "
+    "(0 locally; ~120 for a Kubernetes Secret).",
+)  # fmt: skip
+@click.option("--keys", "keys_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Key file (default: the local deployment's).")  # fmt: skip
+def rotate_key(activate_in_s: float, keys_file: Path | None) -> None:
+    """Add a region key; the one it replaces is accepted until no token it signed can be valid.
+
+    Regions and edges re-read the file on change: no restart. Keys already retired are dropped."""
+    target = keys_file or region_keys_path()
+    try:
+        rotation = rotate_key_set(target, activate_in_s=activate_in_s)
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    console.print(
+        f"added key [bold]{rotation.added}[/bold] to {target} (edges sign with it in {activate_in_s:g} s)"
+    )
+    grace = activate_in_s + MAX_TOKEN_TTL_S + LEEWAY_S
+    for kid in rotation.retiring:
+        console.print(f"retiring {kid}: accepted for {grace:.0f} s more, dropped by the next rotation")
+    for kid in rotation.dropped:
+        console.print(f"dropped {kid} (retired)")
+
+
+__all__ = [
+    "available_envs",
+    "infra_down",
+    "infra_up",
+    "install_terraform",
+    "region_keys_path",
+    "registry_path",
+]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import click
 
-from region.settings import AdmissionSettings, RegionSettings
+from region.settings import AdmissionSettings, AuthSettings, RegionSettings
 from voicemesh.cli.common import bench, cli, fail, profile_option, progress, run_until_signal
 
 
@@ -25,6 +25,7 @@ def region_settings(
     llm_url: str | None = None,
     max_concurrent: int | None = None,
     max_queue: int | None = None,
+    auth: AuthSettings | None = None,
 ) -> RegionSettings:
     """RegionSettings from a profile plus command-line overrides (also used by ``voicemesh up``)."""
     from voicemesh.profiles import load_profile
@@ -37,7 +38,7 @@ def region_settings(
     )
     return RegionSettings(
         region_id=region_id, stt=p.stt, llm=replace(p.llm, url=llm_url), tts=p.tts, host=host, port=port,
-        admission=admission,
+        admission=admission, auth=auth or AuthSettings(),
     )  # fmt: skip
 
 
@@ -52,17 +53,41 @@ def region_settings(
 @profile_option
 @click.option("--max-concurrent", type=int, default=None, help="Turns that run at once (default 2).")
 @click.option("--max-queue", type=int, default=None, help="Turns that may wait for a slot (default 4).")
+@click.option(
+    "--keys", "keys_path", envvar="VOICEMESH_REGION_KEYS", default=None, type=click.Path(dir_okay=False),
+    help="Region key set (JSON, 0600): edges must present a token signed with one of its keys.",
+)  # fmt: skip
+@click.option(
+    "--tls-cert", default=None, type=click.Path(exists=True, dir_okay=False), help="Serve https/wss."
+)
+@click.option(
+    "--tls-key", default=None, type=click.Path(exists=True, dir_okay=False), help="Key of --tls-cert."
+)
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="Serve without authentication (anyone reaching the port runs turns).",
+)
 def serve(
     region_id: str, host: str, port: int, llm_url: str | None, llm_port: int, profile: str | None,
-    max_concurrent: int | None, max_queue: int | None,
+    max_concurrent: int | None, max_queue: int | None, keys_path: str | None, tls_cert: str | None,
+    tls_key: str | None, insecure_no_auth: bool,
 ) -> None:  # fmt: skip
     """Serve one region in the foreground until interrupted (with its own vLLM unless --llm-url)."""
     from voicemesh.local_region import serve_local_region
 
+    if keys_path is None and not insecure_no_auth:
+        fail(
+            "a region needs its key set (--keys or VOICEMESH_REGION_KEYS; `voicemesh infra rotate-key` "
+            "makes one), or --insecure-no-auth to let anyone who reaches the port run turns"
+        )
+    if (tls_cert is None) != (tls_key is None):
+        fail("--tls-cert and --tls-key go together")
+    auth = AuthSettings(keys_path=keys_path, tls_cert=tls_cert, tls_key=tls_key)
     try:
         settings = region_settings(
             region_id, profile=profile, host=host, port=port, llm_url=llm_url,
-            max_concurrent=max_concurrent, max_queue=max_queue,
+            max_concurrent=max_concurrent, max_queue=max_queue, auth=auth,
         )  # fmt: skip
     except ValueError as exc:
         fail(str(exc))

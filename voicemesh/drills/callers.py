@@ -71,6 +71,8 @@ class EdgeTarget:
     url: str
     """``http://host:port`` of the edge."""
     api_key: str
+    admin_key: str = ""
+    """For the edge's ``/status`` (admin scope); callers talk with ``api_key``."""
 
     @property
     def ws_base(self) -> str:

@@ -28,6 +28,7 @@ from voicemesh.drills.faults import FaultProxy, Undo
 from voicemesh.processes import ProcessStartError, listening_pid, read_pid, stop_async, wait_healthy
 from wire.errors import VoicemeshError
 from wire.files import atomic_write
+from wire.region_auth import ClientAuth
 
 Report = Callable[[str], None]
 Step = Callable[[Report], Awaitable[None]]
@@ -65,6 +66,8 @@ class Deployment:
     restorer: Step | None = None
     """Brings a killed region back (default: ``voicemesh infra up --env ENV --registry PATH``)."""
     extra_env: dict[str, str] = field(default_factory=dict)
+    region_auth: ClientAuth = field(default_factory=ClientAuth)
+    """Region tokens: a region's full ``/health`` (load, queue) needs one; the bare one says ready."""
 
     def regions(self) -> list[RegionInfo]:
         if not self.registry_path.exists():
@@ -97,7 +100,9 @@ class Deployment:
     async def region_health(self, region: RegionInfo, timeout_s: float = 1.5) -> dict[str, Any] | None:
         try:
             async with httpx.AsyncClient(timeout=timeout_s) as client:
-                resp = await client.get(region.url.rstrip("/") + "/health")
+                resp = await client.get(
+                    region.url.rstrip("/") + "/health", headers=self.region_auth.headers()
+                )
             return dict(resp.json()) if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
@@ -119,7 +124,7 @@ class Deployment:
             async with httpx.AsyncClient(timeout=5.0) as client:
                 resp = await client.get(
                     self.edge.url.rstrip("/") + "/status",
-                    headers={"Authorization": f"Bearer {self.edge.api_key}"},
+                    headers={"Authorization": f"Bearer {self.edge.admin_key or self.edge.api_key}"},
                 )
             return dict(resp.json()) if resp.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):

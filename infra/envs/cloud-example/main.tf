@@ -139,6 +139,8 @@ module "region_eu_west" {
   residency           = var.regions["eu-west"].residency
   prometheus_url      = local.prometheus_url
   service_annotations = local.internal_lb
+  region_keys_secret  = var.region_keys_secret
+  edge_cidrs          = var.edge_cidrs
   depends_on          = [helm_release.keda_eu_west, google_container_node_pool.gpu]
 }
 
@@ -151,25 +153,29 @@ module "region_us_east" {
   residency           = var.regions["us-east"].residency
   prometheus_url      = local.prometheus_url
   service_annotations = local.internal_lb
+  region_keys_secret  = var.region_keys_secret
+  edge_cidrs          = var.edge_cidrs
   depends_on          = [helm_release.keda_us_east, google_container_node_pool.gpu]
 }
 
 module "edge_eu_west" {
-  source          = "../../modules/edge"
-  providers       = { kubernetes = kubernetes.eu_west }
-  image           = var.image
-  regions         = [module.region_eu_west.region, module.region_us_east.region]
-  api_keys_secret = var.api_keys_secret
-  redis_url       = local.redis_url
-  depends_on      = [google_container_node_pool.cpu]
+  source             = "../../modules/edge"
+  providers          = { kubernetes = kubernetes.eu_west }
+  image              = var.image
+  regions            = [module.region_eu_west.region, module.region_us_east.region]
+  api_keys_secret    = var.api_keys_secret
+  region_keys_secret = var.region_keys_secret
+  redis_url          = local.redis_url
+  depends_on         = [google_container_node_pool.cpu]
 }
 
 module "edge_us_east" {
-  source          = "../../modules/edge"
-  providers       = { kubernetes = kubernetes.us_east }
-  image           = var.image
-  regions         = [module.region_us_east.region, module.region_eu_west.region]
-  api_keys_secret = var.api_keys_secret
-  redis_url       = local.redis_url
-  depends_on      = [google_container_node_pool.cpu]
+  source             = "../../modules/edge"
+  providers          = { kubernetes = kubernetes.us_east }
+  image              = var.image
+  regions            = [module.region_us_east.region, module.region_eu_west.region]
+  api_keys_secret    = var.api_keys_secret
+  region_keys_secret = var.region_keys_secret
+  redis_url          = local.redis_url
+  depends_on         = [google_container_node_pool.cpu]
 }

@@ -31,3 +31,15 @@ variable "regions" {
     us-east = { gcp_region = "us-east4", location = { lat = 39.04, lon = -77.49 }, residency = ["us"] }
   }
 }
+
+variable "region_keys_secret" {
+  description = "Secret (same name in every cluster) with region-keys.json, created out of band from `voicemesh infra rotate-key --keys FILE`; edges sign region tokens with it, regions check them."
+  type        = string
+  default     = "voicemesh-region-keys"
+}
+
+variable "edge_cidrs" {
+  description = "Pod ranges of the edges in the other clusters, allowed through each region's NetworkPolicy."
+  type        = list(string)
+  default     = []
+}

@@ -46,6 +46,7 @@ module "region" {
   residency      = each.value.residency
   voicemesh_bin  = var.voicemesh_bin
   run_dir        = var.run_dir
+  keys_path      = var.region_keys_path
   llm_url        = local.llm_url
   profile        = var.profile
   max_concurrent = var.max_concurrent

@@ -8,6 +8,11 @@ variable "run_dir" {
   type        = string
 }
 
+variable "region_keys_path" {
+  description = "The region key set (JSON, 0600) made by voicemesh before apply: regions check edge tokens against it. Only the path is in the state."
+  type        = string
+}
+
 variable "region_count" {
   description = "How many local regions: 2 (eu-west, us-east) or 3 (adds eu-north)."
   type        = number

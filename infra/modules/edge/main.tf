@@ -2,9 +2,15 @@
 #   registry.json from `infra up` -> ConfigMap built from the region modules' outputs (the edge
 #                                    watches the mounted file, so a new region needs no restart)
 #   in-memory breaker state        -> Redis shared by every replica
+#   <state>/region-keys.json       -> the Secret var.region_keys_secret (shared with the regions)
 # The edge spends CPU on VAD and relaying, so CPU is the right scaling signal here (unlike regions).
 
 locals {
+  region_ca = var.region_ca_secret != ""
+  region_args = concat(
+    ["--region-keys", "/etc/voicemesh/region-keys/region-keys.json"],
+    local.region_ca ? ["--region-ca", "/etc/voicemesh/region-ca/ca.crt"] : [],
+  )
   labels = {
     "app.kubernetes.io/name"     = "voicemesh-edge"
     "app.kubernetes.io/instance" = var.name
@@ -42,12 +48,12 @@ resource "kubernetes_deployment_v1" "edge" {
         container {
           name  = "edge"
           image = var.image
-          command = [
+          command = concat([
             "voicemesh", "edge", "serve",
-            "--registry", "/etc/voicemesh/registry.json",
+            "--registry", "/etc/voicemesh/registry/registry.json",
             "--host", "0.0.0.0", "--port", "8080",
             "--store-url", var.redis_url,
-          ]
+          ], local.region_args)
           port {
             name           = "http"
             container_port = 8080
@@ -63,8 +69,21 @@ resource "kubernetes_deployment_v1" "edge" {
           }
           volume_mount {
             name       = "registry"
-            mount_path = "/etc/voicemesh"
+            mount_path = "/etc/voicemesh/registry"
             read_only  = true
+          }
+          volume_mount {
+            name       = "region-keys"
+            mount_path = "/etc/voicemesh/region-keys"
+            read_only  = true
+          }
+          dynamic "volume_mount" {
+            for_each = local.region_ca ? [1] : []
+            content {
+              name       = "region-ca"
+              mount_path = "/etc/voicemesh/region-ca"
+              read_only  = true
+            }
           }
           readiness_probe {
             http_get {
@@ -86,6 +105,22 @@ resource "kubernetes_deployment_v1" "edge" {
           name = "registry"
           config_map {
             name = kubernetes_config_map_v1.registry.metadata[0].name
+          }
+        }
+        volume {
+          name = "region-keys"
+          secret {
+            secret_name  = var.region_keys_secret
+            default_mode = "0400"
+          }
+        }
+        dynamic "volume" {
+          for_each = local.region_ca ? [1] : []
+          content {
+            name = "region-ca"
+            secret {
+              secret_name = var.region_ca_secret
+            }
           }
         }
       }

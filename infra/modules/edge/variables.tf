@@ -53,3 +53,14 @@ variable "service_annotations" {
   type    = map(string)
   default = {}
 }
+
+variable "region_keys_secret" {
+  description = "Existing Secret with the region key set under region-keys.json (the same one the regions mount): the edge signs its region tokens with it. Never in Terraform state."
+  type        = string
+}
+
+variable "region_ca_secret" {
+  description = "Existing Secret with ca.crt, the CA that signed the regions' TLS certificates (https/wss region URLs). Empty: system CAs."
+  type        = string
+  default     = ""
+}

@@ -4,6 +4,9 @@
 #   ~/.cache/voicemesh/models       -> node-local hostPath filled once by the model-cache DaemonSet
 #   start.sh waiting for /health    -> startup/readiness probes on /health (200 only when warm)
 #   stop.sh (SIGTERM, grace)        -> terminationGracePeriodSeconds + preStop drain
+#   --keys <state>/region-keys.json -> the Secret var.region_keys_secret, mounted read-only
+#   loopback only                   -> a NetworkPolicy: edge pods (and the metrics scraper) only
+# Probes call /health without a token: it answers ready/not-ready (200/503) and nothing else.
 # Scaling follows the region's own queue (KEDA on Prometheus), never CPU: a GPU pod is busy
 # long before its CPU is.
 
@@ -14,6 +17,13 @@ locals {
     "app.kubernetes.io/instance" = local.name
     "voicemesh.io/region"        = var.region_id
   }
+  tls        = var.tls_secret != ""
+  scheme     = local.tls ? "HTTPS" : "HTTP"
+  url_scheme = local.tls ? "https" : "http"
+  region_args = concat(
+    ["--keys", "/etc/voicemesh/region-keys/region-keys.json"],
+    local.tls ? ["--tls-cert", "/etc/voicemesh/tls/tls.crt", "--tls-key", "/etc/voicemesh/tls/tls.key"] : [],
+  )
   gpu_toleration = {
     key      = var.gpu_taint_key
     operator = "Exists"
@@ -153,7 +163,7 @@ resource "kubernetes_deployment_v1" "region" {
         container {
           name  = "region"
           image = var.image
-          command = [
+          command = concat([
             "voicemesh", "region", "serve",
             "--id", var.region_id,
             "--host", "0.0.0.0", "--port", "9001",
@@ -161,7 +171,7 @@ resource "kubernetes_deployment_v1" "region" {
             "--profile", "gpu",
             "--max-concurrent", tostring(var.max_concurrent),
             "--max-queue", tostring(var.max_queue),
-          ]
+          ], local.region_args)
           port {
             name           = "http"
             container_port = 9001
@@ -179,19 +189,34 @@ resource "kubernetes_deployment_v1" "region" {
             mount_path = "/cache/models"
             read_only  = true
           }
+          volume_mount {
+            name       = "region-keys"
+            mount_path = "/etc/voicemesh/region-keys"
+            read_only  = true
+          }
+          dynamic "volume_mount" {
+            for_each = local.tls ? [1] : []
+            content {
+              name       = "tls"
+              mount_path = "/etc/voicemesh/tls"
+              read_only  = true
+            }
+          }
           # /health answers 200 only once STT, LLM and TTS are warm: no turn reaches a cold pod.
           startup_probe {
             http_get {
-              path = "/health"
-              port = "http"
+              path   = "/health"
+              port   = "http"
+              scheme = local.scheme
             }
             period_seconds    = 5
             failure_threshold = 120
           }
           readiness_probe {
             http_get {
-              path = "/health"
-              port = "http"
+              path   = "/health"
+              port   = "http"
+              scheme = local.scheme
             }
             period_seconds    = 2
             failure_threshold = 2
@@ -221,6 +246,23 @@ resource "kubernetes_deployment_v1" "region" {
             type = "Directory"
           }
         }
+        volume {
+          name = "region-keys"
+          secret {
+            secret_name  = var.region_keys_secret
+            default_mode = "0400"
+          }
+        }
+        dynamic "volume" {
+          for_each = local.tls ? [1] : []
+          content {
+            name = "tls"
+            secret {
+              secret_name  = var.tls_secret
+              default_mode = "0400"
+            }
+          }
+        }
       }
     }
   }
@@ -244,6 +286,53 @@ resource "kubernetes_service_v1" "region" {
       name        = "http"
       port        = 9001
       target_port = "http"
+    }
+  }
+}
+
+# Only edges (this cluster's pods, or other clusters' ranges through the internal load balancer) and
+# the metrics scraper reach a region pod; the kubelet's probes come from the node and are not
+# subject to the policy. Tokens are still checked: the policy is the second wall, not the first.
+resource "kubernetes_network_policy_v1" "region" {
+  metadata {
+    name      = local.name
+    namespace = var.namespace
+  }
+  spec {
+    pod_selector {
+      match_labels = local.labels
+    }
+    policy_types = ["Ingress"]
+    ingress {
+      from {
+        namespace_selector {}
+        pod_selector {
+          match_labels = var.edge_pod_labels
+        }
+      }
+      dynamic "from" {
+        for_each = var.edge_cidrs
+        content {
+          ip_block {
+            cidr = from.value
+          }
+        }
+      }
+      ports {
+        port     = "9001"
+        protocol = "TCP"
+      }
+    }
+    ingress {
+      from {
+        namespace_selector {
+          match_labels = var.metrics_namespace_labels
+        }
+      }
+      ports {
+        port     = "9001"
+        protocol = "TCP"
+      }
     }
   }
 }

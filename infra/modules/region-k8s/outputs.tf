@@ -4,8 +4,8 @@ output "region" {
     id = var.region_id
     # Behind an (internal) load balancer, edges in other clusters reach it by its address.
     url = (length(var.service_annotations) > 0
-      ? "http://${kubernetes_service_v1.region.status[0].load_balancer[0].ingress[0].ip}:9001"
-    : "http://${kubernetes_service_v1.region.metadata[0].name}.${var.namespace}.svc.cluster.local:9001")
+      ? "${local.url_scheme}://${kubernetes_service_v1.region.status[0].load_balancer[0].ingress[0].ip}:9001"
+    : "${local.url_scheme}://${kubernetes_service_v1.region.metadata[0].name}.${var.namespace}.svc.cluster.local:9001")
     location  = var.location
     residency = var.residency
     capacity  = var.max_concurrent * var.min_replicas

@@ -94,3 +94,32 @@ variable "service_annotations" {
   type        = map(string)
   default     = {}
 }
+
+variable "region_keys_secret" {
+  description = "Existing Secret holding the region key set under the key region-keys.json (made by `voicemesh infra rotate-key --keys FILE`, uploaded with kubectl): never in Terraform state. Regions re-read it when the kubelet updates the mounted file."
+  type        = string
+}
+
+variable "tls_secret" {
+  description = "Existing kubernetes.io/tls Secret (tls.crt, tls.key): the region serves https/wss with it. Empty: plain HTTP inside the cluster network."
+  type        = string
+  default     = ""
+}
+
+variable "edge_pod_labels" {
+  description = "Labels of the edge pods that may reach region pods (the NetworkPolicy's pod selector, any namespace)."
+  type        = map(string)
+  default     = { "app.kubernetes.io/name" = "voicemesh-edge" }
+}
+
+variable "edge_cidrs" {
+  description = "Address ranges of edges in other clusters that reach this region through its internal load balancer."
+  type        = list(string)
+  default     = []
+}
+
+variable "metrics_namespace_labels" {
+  description = "Labels of the namespace whose pods scrape /metrics (the Prometheus that KEDA queries)."
+  type        = map(string)
+  default     = { "kubernetes.io/metadata.name" = "monitoring" }
+}

@@ -1,5 +1,6 @@
 # A region node on this machine: `voicemesh region serve`, started and stopped by Terraform.
 # Maps to region-k8s in the cloud (one Deployment per region, vLLM beside it).
+# The key set is passed by path: the secret itself never enters Terraform's state.
 
 locals {
   url = "http://${var.host}:${var.port}"
@@ -11,6 +12,7 @@ locals {
       "--profile", var.profile,
       "--max-concurrent", tostring(var.max_concurrent),
       "--max-queue", tostring(var.max_queue),
+      "--keys", var.keys_path,
     ],
     var.llm_url == "" ? [] : ["--llm-url", var.llm_url],
   )

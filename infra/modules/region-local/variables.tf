@@ -13,6 +13,11 @@ variable "run_dir" {
   type        = string
 }
 
+variable "keys_path" {
+  description = "Region key set file (made by voicemesh, mode 0600): every endpoint but a bare /health needs an edge token signed with one of its keys."
+  type        = string
+}
+
 variable "host" {
   type    = string
   default = "127.0.0.1"

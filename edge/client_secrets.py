@@ -1,0 +1,125 @@
+"""Short-lived ``ek_`` client secrets: minted from an API key for a browser, checked at the handshake.
+
+A secret is stored under the SHA-256 of its value, never the value itself: whoever reads the store
+(Redis is shared by every edge) learns who minted what and when it expires, not a usable secret.
+A secret may be single-use (``voicemesh.single_use`` in the mint request, a voicemesh extension of
+OpenAI's ``POST /v1/realtime/client_secrets``): the handshake then takes it out of the store in one
+atomic step, so of two sockets racing with the same secret one is refused. Secrets never carry the
+admin scope, and cannot mint other secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from edge.shared_store import EdgeStore
+from wire.errors import ProtocolError
+
+SECRET_PREFIX = "ek_"
+MIN_TTL_S = 10
+MAX_TTL_S = 7200
+
+
+class BadMintRequest(ProtocolError):
+    """The body of ``POST /v1/realtime/client_secrets`` is not one we accept (answered with 400)."""
+
+    code = "invalid_request_error"
+
+
+class _Record(msgspec.Struct):
+    owner: str
+    single_use: bool = False
+
+
+def digest(value: str) -> str:
+    """What the store keys a secret by: its SHA-256, hex."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _key(value: str) -> str:
+    return "secret:" + digest(value)
+
+
+@dataclass(frozen=True, slots=True)
+class MintRequest:
+    """What a client asked for: a lifetime (``None``: the edge's default), single use or not, and the
+    ``session`` object echoed back as OpenAI does."""
+
+    ttl_s: int | None = None
+    single_use: bool = False
+    session: dict[str, Any] | None = None
+
+    @classmethod
+    def parse(cls, raw: bytes) -> MintRequest:
+        """The request from the raw body; anything else than the documented shape is a ``BadMintRequest``."""
+        if not raw.strip():
+            return cls()
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise BadMintRequest(f"body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise BadMintRequest("body must be a JSON object")
+        ttl = _ttl(body.get("expires_after"))
+        session = body.get("session")
+        if session is not None and not isinstance(session, dict):
+            raise BadMintRequest("session must be an object")
+        ext = body.get("voicemesh")
+        if ext is None:
+            ext = {}
+        if not isinstance(ext, dict):
+            raise BadMintRequest('voicemesh must be an object, e.g. {"single_use": true}')
+        single = ext.get("single_use", False)
+        if not isinstance(single, bool):
+            raise BadMintRequest("voicemesh.single_use must be true or false")
+        return cls(ttl_s=ttl, single_use=single, session=session)
+
+
+def _ttl(expires_after: object) -> int | None:
+    if expires_after is None:
+        return None
+    if not isinstance(expires_after, dict):
+        raise BadMintRequest('expires_after must be an object, e.g. {"anchor": "created_at", "seconds": 600}')
+    seconds = expires_after.get("seconds")
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not MIN_TTL_S <= seconds <= MAX_TTL_S:
+        raise BadMintRequest(f"expires_after.seconds must be an integer in [{MIN_TTL_S}, {MAX_TTL_S}]")
+    return seconds
+
+
+class ClientSecrets:
+    """Mints and redeems client secrets in ``store`` (shared by edges when it is Redis)."""
+
+    def __init__(self, store: EdgeStore, *, default_ttl_s: int) -> None:
+        self._store = store
+        self._default_ttl_s = default_ttl_s
+
+    async def mint(self, owner_key_id: str, request: MintRequest) -> tuple[str, int]:
+        """A fresh secret for the key ``owner_key_id``; returns ``(value, expires_at)`` (unix s)."""
+        ttl = min(request.ttl_s or self._default_ttl_s, MAX_TTL_S)
+        value = SECRET_PREFIX + secrets.token_urlsafe(24)
+        record = msgspec.json.encode(_Record(owner=owner_key_id, single_use=request.single_use))
+        await self._store.set(_key(value), record, expires_in=ttl)
+        return value, int(time.time()) + ttl
+
+    async def redeem(self, value: str) -> str | None:
+        """The owner's key id if ``value`` is a live secret (a single-use one is spent), else ``None``."""
+        key = _key(value)
+        raw = await self._store.get(key)
+        if raw is None:
+            return None
+        record = msgspec.json.decode(raw, type=_Record)
+        if record.single_use and await self._store.take(key) is None:
+            return None  # another socket spent it first
+        return record.owner
+
+
+__all__ = ["SECRET_PREFIX", "BadMintRequest", "ClientSecrets", "MintRequest", "digest"]
