@@ -7,21 +7,28 @@ models behind ``edge.protocols`` (``edge.vad``: batched Silero; ``edge.fallback_
 
 One session (``edge.session``: reads and dispatches client events):
 
-* ``edge.session_update``: ``session.update`` -> ``SessionState`` -> ``session.updated``
+* ``edge.session_update``: ``session.update`` -> ``SessionState`` -> ``session.updated``; voices
+  through one table (``edge.voices``), audio formats (``edge.audio_formats``: PCM16 24 kHz, G.711)
 * ``edge.input_turns``: input audio (``edge.input_audio``), VAD turns (``edge.turn_detector``), commits
 * ``edge.conversation``: items, the ``previous_item_id`` chain, the history (its only writer)
-* ``edge.response_lifecycle``: starts, cancels and finishes the session's one ``edge.response``
+* ``edge.response_lifecycle``: starts, cancels and finishes the session's one ``edge.response``, with
+  what ``response.create`` asked for (``edge.response_params``)
 
 One response (``edge.response``): ``edge.relay`` interprets the router's events, ``edge.playback``
 paces the audio like playback, ``edge.response_frames`` frames the Realtime events, and
 ``edge.fallback_reply`` speaks with the edge's own voice when no region can answer.
 
+Who may connect: ``edge.auth`` (keys, JWTs, scopes), ``edge.client_secrets`` (hashed ``ek_`` secrets),
+``edge.limits`` (every bound, once); shared state in ``edge.shared_store`` (Redis, with a local
+fallback during an outage).
+
 ``edge.testing`` drives a real session with client event JSON and in-memory stand-ins.
 
 Vendor additions stay within what the stock ``openai`` client accepts:
 
-* ``response.metadata``: ``voicemesh_region`` (who served), ``voicemesh_degraded="true"`` and
-  ``served_by="edge"`` (Piper answered), ``voicemesh_degraded_reason``, ``voicemesh_failed_over_from``.
+* ``response.metadata``: the client's own ``response.create`` metadata, plus ``voicemesh_region``
+  (who served), ``voicemesh_degraded="true"`` and ``served_by="edge"`` (Piper answered),
+  ``voicemesh_degraded_reason``, ``voicemesh_failed_over_from``.
 * ``voicemesh.turn.queued`` events (``response_id``, ``position``, ``estimated_wait_s``) while the
   region queues the turn; the SDK yields unknown event types as they are.
 * ``session.created``/``session.updated`` carry the session ``id``.

@@ -1,25 +1,36 @@
-"""One session's conversation: its items, the ``previous_item_id`` chain, and the history the
-router gets with each turn.
+"""One session's conversation: its items in order, the ``previous_item_id`` chain, the item events
+(``conversation.item.create/delete/retrieve/truncate``), and the history the router gets with each
+turn.
 
-The history (``SessionState.history``) is written here only, by ``_remember``, which also trims it
-to the edge's limit; each turn gets the newest part of it that fits the model's context
-(``edge.limits.fit_history``). User input waits here (committed audio, created user messages) until a
-response takes it with ``take_turn``.
+Every item (user input, a response's assistant item) has its place in one ordered list, so each
+``previous_item_id`` names the item really before it. The history (``SessionState.history``) is
+derived from that list here only (``_changed``), trimmed to the edge's limit; each turn gets the
+newest part of it that fits the model's context (``edge.limits.fit_history``). User input waits
+(``Item.pending``) until a response takes it with ``take_turn``. An assistant item keeps its
+``AudioTimeline``, so a truncation keeps only the clauses heard by the client's ``audio_end_ms``.
+
+Error codes are the OpenAI API's, where clients match on them (Pipecat:
+``item_retrieve_invalid_item_id``; truncation races: ``item_truncate_invalid_item_id`` and
+``invalid_value`` "already shorter than").
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from openai.types.realtime import ConversationItemCreateEvent
+from openai.types.realtime import ConversationItemCreateEvent, ConversationItemTruncateEvent
 
 from edge.events import Send, new_id, server_event
 from edge.limits import InvalidParam, check_text, fit_history
+from edge.playback import AudioTimeline
 from edge.settings import ContentLimits
 from edge.state import SessionState
 from wire.errors import BadEvent
 from wire.turn import Message
+
+ItemStatus = Literal["completed", "incomplete", "in_progress"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,32 +47,67 @@ class UserTurn:
     """The user's message, when the turn is text only."""
 
 
+@dataclass(eq=False)
+class Item:
+    """One conversation item (a ``message``) and what the model sees of it."""
+
+    id: str
+    role: Literal["user", "assistant"]
+    content: list[dict[str, Any]]
+    """The API's content parts as clients see them."""
+    text: str | None
+    """Its text, or its audio's transcript; ``None`` while not known (not in history then)."""
+    status: ItemStatus = "completed"
+    pending: bool = False
+    """User input that no response has taken yet."""
+    audio: AudioTimeline | None = None
+    """An assistant item's audio as sent: what a truncation cuts."""
+
+    def body(self) -> dict[str, Any]:
+        """The ``realtime.item`` object (without audio bytes: the edge does not keep them)."""
+        content = self.content
+        if self.role == "assistant" and self.audio is not None:
+            heard = self.text if self.text is not None else " ".join(self.audio.heard)
+            content = [{"type": "output_audio", "transcript": heard}]
+        elif self.content and self.content[0].get("type") == "input_audio":
+            content = [{"type": "input_audio", "transcript": self.text}]
+        return {
+            "id": self.id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": self.role,
+            "status": self.status,
+            "content": content,
+        }
+
+
 class Conversation:
     def __init__(self, state: SessionState, send: Send, *, max_history: int, limits: ContentLimits) -> None:
         self._state = state
         self._send = send
         self._max_history = max_history
         self._limits = limits
-        self.last_item_id: str | None = None
+        self._items: list[Item] = []
         self._pending_audio: tuple[str, bytes] | None = None
         """The committed user audio item no response has answered yet."""
-        self._pending_text: list[tuple[str, str]] = []
+
+    @property
+    def last_item_id(self) -> str | None:
+        """The newest item: the ``previous_item_id`` of the next one."""
+        return self._items[-1].id if self._items else None
+
+    def find(self, item_id: str) -> Item | None:
+        return next((item for item in self._items if item.id == item_id), None)
 
     async def add_user_audio(self, item_id: str, pcm16k: bytes) -> None:
         """A committed input audio buffer becomes a user item."""
-        item = {
-            "id": item_id,
-            "object": "realtime.item",
-            "type": "message",
-            "role": "user",
-            "status": "completed",
-            "content": [{"type": "input_audio", "transcript": None}],
-        }
-        await self._added(item_id, item)
+        content = [{"type": "input_audio", "transcript": None}]
+        await self._added(Item(item_id, "user", content, None, pending=True))
         self._pending_audio = (item_id, pcm16k)
 
     async def create_item(self, event: ConversationItemCreateEvent) -> None:
-        """``conversation.item.create``: user and assistant text messages.
+        """``conversation.item.create``: user and assistant text messages, appended or put after
+        ``previous_item_id`` (``"root"``: first).
 
         ``system`` items are refused: the system prompt is the region's and the session's
         ``instructions``, which are bounded; a client-written one would override both."""
@@ -81,16 +127,12 @@ class Conversation:
             raise BadEvent("a message item needs text content (input_text / text)", code="invalid_value")
         check_text(text, "item.content", self._limits.max_text_chars)
         item_id = item.id or new_id("item")
-        body = item.model_dump(exclude_none=True) | {
-            "id": item_id,
-            "object": "realtime.item",
-            "status": "completed",
-        }
-        if item.role == "user":
-            self._pending_text.append((item_id, text))
-        else:
-            self._remember(Message(role=item.role, content=text))
-        await self._added(item_id, body)
+        if self.find(item_id) is not None:
+            raise InvalidParam(f"Item with id '{item_id}' already exists.", param="item.id")
+        position = self._position(event.previous_item_id)
+        content = item.model_dump(exclude_none=True)["content"]
+        new = Item(item_id, item.role, content, text, pending=item.role == "user")
+        await self._added(new, position)
 
     def take_turn(self) -> UserTurn:
         """The input a new response answers, with the history that fits the model's context beside
@@ -98,31 +140,33 @@ class Conversation:
         ``BadEvent`` when there is no input, ``InvalidParam`` when even no history does not fit;
         either way the pending input stays."""
         audio_item, audio = self._pending_audio or (None, b"")
-        texts = [text for _, text in self._pending_text]
-        if not audio and not texts:
+        pending = [i for i in self._items if i.pending and i.text is not None]
+        if not audio and not pending:
             raise BadEvent(
                 "nothing to respond to: commit audio or create a user message first", code="no_input"
             )
         # With audio, every message goes before it; without, the last message is the turn's text.
-        reply_to = None if audio else texts.pop()
+        reply_to = None if audio else pending[-1]
+        text = None if reply_to is None else reply_to.text
         state = self._state
         history = fit_history(
-            [*state.history, *(Message(role="user", content=text) for text in texts)],
-            fixed=(state.instructions, reply_to or ""),
+            self._messages(exclude=reply_to)[-self._max_history :],
+            fixed=(state.instructions, text or ""),
             max_output_tokens=state.max_output_tokens,
             limits=self._limits,
         )
-        self._pending_audio, self._pending_text = None, []
-        for text in texts:
-            self._remember(Message(role="user", content=text))
-        turn = UserTurn(history=history, audio_item_id=audio_item, audio=audio, text=reply_to)
-        if reply_to is not None:
-            self._remember(Message(role="user", content=reply_to))
-        return turn
+        self._pending_audio = None
+        for item in self._items:
+            item.pending = False
+        self._changed()
+        return UserTurn(history=history, audio_item_id=audio_item, audio=audio, text=text)
 
     async def transcribed(self, turn: UserTurn, transcript: str) -> None:
         """The region heard the turn's audio: its item gets the transcript."""
-        self._remember(Message(role="user", content=transcript))
+        item = self.find(turn.audio_item_id) if turn.audio_item_id else None
+        if item is not None:
+            item.text = transcript
+            self._changed()
         await self._send(
             server_event(
                 "conversation.item.input_audio_transcription.completed",
@@ -133,18 +177,126 @@ class Conversation:
             )
         )
 
-    def answered(self, heard_text: str) -> None:
+    def open_answer(self, item_id: str, audio: AudioTimeline | None) -> None:
+        """A response's assistant item joins the conversation after ``last_item_id`` (in progress,
+        its ``audio`` being sent; ``None``: a text-only answer); its ``conversation.item.added`` is
+        the response's to send."""
+        content = [{"type": "output_text", "text": ""}]
+        self._items.append(Item(item_id, "assistant", content, None, "in_progress", audio=audio))
+        self._trim()
+
+    def answered(self, item_id: str, heard_text: str, *, completed: bool) -> None:
         """What the user heard of a response (all of it, or up to a barge-in)."""
-        if heard_text:
-            self._remember(Message(role="assistant", content=heard_text))
+        item = self.find(item_id)
+        if item is None:  # deleted while it was playing
+            return
+        item.text = heard_text or None
+        item.status = "completed" if completed else "incomplete"
+        if item.audio is None:
+            item.content = [{"type": "output_text", "text": heard_text}]
+        self._changed()
 
-    async def _added(self, item_id: str, item: dict[str, Any]) -> None:
-        previous = self.last_item_id
-        await self._send(server_event("conversation.item.added", item=item, previous_item_id=previous))
-        await self._send(server_event("conversation.item.done", item=item, previous_item_id=previous))
-        self.last_item_id = item_id
+    def truncatable(self, event: ConversationItemTruncateEvent) -> Item:
+        """The assistant audio item ``event`` may truncate, else the OpenAI API's error."""
+        item = self._existing(event.item_id, "truncate")
+        if item.role != "assistant" or item.audio is None:
+            raise InvalidParam("Only assistant messages with audio can be truncated.", param="item_id")
+        if event.content_index != 0:
+            raise InvalidParam(
+                f"Invalid content_index {event.content_index}: the item has one content part (0).",
+                param="content_index",
+            )
+        length = math.ceil(item.audio.sent_ms)
+        if event.audio_end_ms < 0 or event.audio_end_ms > length:
+            raise InvalidParam(
+                f"Audio content of {length}ms is already shorter than {event.audio_end_ms}ms",
+                param="audio_end_ms",
+            )
+        return item
 
-    def _remember(self, msg: Message) -> None:
-        history = self._state.history
-        history.append(msg)
-        del history[: max(0, len(history) - self._max_history)]
+    async def truncate(self, item: Item, audio_end_ms: int) -> None:
+        """Keep only the clauses heard by ``audio_end_ms`` (the whole text when all were)."""
+        audio = item.audio
+        assert audio is not None  # checked by ``truncatable``
+        kept = audio.heard_until(audio_end_ms)
+        if len(kept) < len(audio.ends):
+            item.text = " ".join(kept) or None
+        audio.truncate(audio_end_ms)
+        self._changed()
+        await self._send(
+            server_event(
+                "conversation.item.truncated", item_id=item.id, content_index=0, audio_end_ms=audio_end_ms
+            )
+        )
+
+    async def delete(self, item_id: str) -> None:
+        """``conversation.item.delete``: out of the history and the chain."""
+        item = self._existing(item_id, "delete")
+        self._items.remove(item)
+        if self._pending_audio is not None and self._pending_audio[0] == item_id:
+            self._pending_audio = None
+        self._changed()
+        await self._send(server_event("conversation.item.deleted", item_id=item_id))
+
+    async def retrieve(self, item_id: str) -> None:
+        """``conversation.item.retrieve``: the item as the API shapes it."""
+        item = self._existing(item_id, "retrieve")
+        await self._send(server_event("conversation.item.retrieved", item=item.body()))
+
+    def _existing(self, item_id: str, action: Literal["truncate", "delete", "retrieve"]) -> Item:
+        """The item, else the API's error for ``conversation.item.<action>`` of an unknown id."""
+        item = self.find(item_id)
+        if item is None:
+            doing = {"truncate": "truncating", "delete": "deleting", "retrieve": "retrieving"}[action]
+            raise InvalidParam(
+                f"Error {doing} item: the item with id '{item_id}' does not exist.",
+                param="item_id",
+                code=f"item_{action}_invalid_item_id",
+            )
+        return item
+
+    def _position(self, previous_item_id: str | None) -> int:
+        if previous_item_id is None:
+            return len(self._items)
+        if previous_item_id == "root":
+            return 0
+        for index, item in enumerate(self._items):
+            if item.id == previous_item_id:
+                return index + 1
+        raise InvalidParam(
+            f"Item with item_id not found: {previous_item_id}",
+            param="previous_item_id",
+            code="item_create_invalid_previous_item_id",
+        )
+
+    async def _added(self, item: Item, position: int | None = None) -> None:
+        at = len(self._items) if position is None else position
+        previous = self._items[at - 1].id if at > 0 else None
+        self._items.insert(at, item)
+        self._trim()
+        self._changed()
+        body = item.body()
+        await self._send(server_event("conversation.item.added", item=body, previous_item_id=previous))
+        await self._send(server_event("conversation.item.done", item=body, previous_item_id=previous))
+
+    def _messages(self, *, exclude: Item | None = None, answered_only: bool = False) -> list[Message]:
+        return [
+            Message(role=item.role, content=item.text)
+            for item in self._items
+            if item.text and item is not exclude and not (answered_only and item.pending)
+        ]
+
+    def _changed(self) -> None:
+        """Rewrite the stored history from the items (pending input is not history yet)."""
+        self._state.history = self._messages(answered_only=True)[-self._max_history :]
+
+    def _trim(self) -> None:
+        """Bound the items: twice the history, so items without text (audio awaiting its transcript,
+        an answer nobody heard) do not push messages out; pending and in-progress ones stay."""
+        excess = len(self._items) - 2 * self._max_history
+        for item in list(self._items):
+            if excess <= 0:
+                break
+            if not item.pending and item.status != "in_progress":
+                self._items.remove(item)
+                excess -= 1

@@ -84,27 +84,55 @@ def _check_values(value: Any, path: str = "") -> None:
             _check_values(item, f"{path}.{i}")
 
 
-def parse_client_event(raw: str | bytes) -> tuple[RealtimeClientEvent, str | None, str]:
-    """``(event, client event_id, type)``; raises ``BadEvent`` (with a specific code) on bad input."""
+def read_client_frame(raw: str | bytes) -> dict[str, Any]:
+    """A client frame as a JSON object; raises ``BadEvent`` (code ``invalid_json``) otherwise."""
     try:
         data = json.loads(raw, parse_constant=_no_constant)  # (Python reads NaN/Infinity by default)
     except (ValueError, RecursionError) as exc:
         raise BadEvent(f"event is not valid JSON: {exc}", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise BadEvent("event must be a JSON object", code="invalid_json")
+    return data
+
+
+MAX_EVENT_ID_CHARS = 512
+
+
+def client_event_id(data: dict[str, Any]) -> str | None:
+    """The frame's ``event_id``, to echo in an ``error``: read before the event is checked, so even a
+    refused event's error names it; ``None`` when it could not be echoed safely (not a string, too
+    long, not encodable)."""
+    value = data.get("event_id")
+    if not isinstance(value, str) or len(value) > MAX_EVENT_ID_CHARS:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+    return value
+
+
+def _param(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the API names the field: without the model and validator names
+    pydantic puts in it for unions (``session.RealtimeSessionCreateRequest.audio...``)."""
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
+
+
+def validate_client_event(data: dict[str, Any]) -> tuple[RealtimeClientEvent, str]:
+    """``(event, type)`` from a frame read by ``read_client_frame``; raises ``BadEvent`` (with a
+    specific code, and the param where one is at fault) on bad input."""
     _check_values(data)
     type_ = data.get("type")
-    event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
     if not isinstance(type_, str) or not type_:
         raise BadEvent("event has no `type`", code="missing_type")
     if type_ not in CLIENT_EVENT_TYPES:
         raise BadEvent(f"unknown event type {type_!r}", code="unknown_event")
     try:
         event: RealtimeClientEvent = _client_models[type_].model_validate(data)  # type: ignore[assignment]
-        return event, event_id, type_
+        return event, type_
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = _param(first["loc"])
         raise InvalidParam(f"invalid {type_}: {where}: {first['msg']}", param=where) from exc
 
 

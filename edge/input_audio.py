@@ -1,4 +1,5 @@
-"""One session's input audio buffer: 24 kHz from the client, 16 kHz for VAD and the region's STT.
+"""One session's input audio buffer: the client's format in (24 kHz PCM16, or 8 kHz G.711), 16 kHz
+for VAD and the region's STT.
 
 Sample positions are absolute (16 kHz samples since the session began), so ``audio_start_ms`` /
 ``audio_end_ms`` mean what OpenAI's do. With server VAD, audio before the current speech is trimmed
@@ -9,19 +10,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
 from edge.protocols import CHUNK, SpeechProbability
 from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
-from wire.audio import CLIENT_RATE, STT_RATE, Resampler, float_to_pcm16, pcm16_to_float
+from wire.audio import STT_RATE, float_to_pcm16
 from wire.errors import BadAudio
 
 MS = STT_RATE // 1000
 
 
 class InputAudio:
-    def __init__(self, vad: SpeechProbability, detector: TurnDetector | None, *, max_buffer_s: float) -> None:
+    def __init__(
+        self,
+        vad: SpeechProbability,
+        detector: TurnDetector | None,
+        *,
+        max_buffer_s: float,
+        audio_format: AudioFormat = FORMATS[PCM],
+    ) -> None:
         self._vad = vad
         self.detector = detector
-        self._resampler = Resampler(CLIENT_RATE, STT_RATE)
+        self._decoder = InputDecoder(audio_format, STT_RATE)
         self._buf = np.zeros(0, dtype=np.float32)
         self._buf_start = 0
         """Absolute sample index of ``_buf[0]``."""
@@ -31,18 +40,33 @@ class InputAudio:
 
     @property
     def buffered_ms(self) -> int:
-        return len(self._buf) // MS
+        """All the audio appended and not taken, with what the resampler still holds."""
+        return (len(self._buf) + self._decoder.pending) // MS
 
-    async def append(self, pcm24: bytes) -> list[SpeechStarted | SpeechStopped]:
-        if len(pcm24) % 2:
-            raise BadAudio("audio must be PCM16: an even number of bytes")
-        if self.detector is None and len(self._buf) + len(pcm24) // 3 > self._max_samples:
+    @property
+    def audio_format(self) -> AudioFormat:
+        return self._decoder.format
+
+    @audio_format.setter
+    def audio_format(self, fmt: AudioFormat) -> None:
+        """The client's format changed: what the old one left in the resampler stays buffered."""
+        if fmt != self._decoder.format:
+            self._flush_decoder(fmt)
+
+    def _flush_decoder(self, fmt: AudioFormat) -> None:
+        """Buffer what the resampler holds; go on in ``fmt`` with a new one."""
+        self._buf = np.concatenate([self._buf, self._decoder.flush()])
+        self._decoder = InputDecoder(fmt, STT_RATE)
+
+    async def append(self, data: bytes) -> list[SpeechStarted | SpeechStopped]:
+        """Client audio in the session's input format."""
+        samples = self._decoder.samples(data)  # (checks the length first: bad audio is refused as such)
+        if self.detector is None and len(self._buf) + self._decoder.pending + samples > self._max_samples:
             raise BadAudio(
                 f"input audio buffer is full ({self._max_samples // STT_RATE} s): commit or clear it",
                 code="input_audio_buffer_full",
             )
-        samples = self._resampler.process(pcm16_to_float(pcm24))
-        self._buf = np.concatenate([self._buf, samples])
+        self._buf = np.concatenate([self._buf, self._decoder.decode(data)])
         if self.detector is None:
             return []
         events: list[SpeechStarted | SpeechStopped] = []
@@ -66,8 +90,10 @@ class InputAudio:
             self._buf_start = keep_from
 
     def take(self, start_ms: int | None = None, end_ms: int | None = None) -> bytes:
-        """16 kHz PCM16 from ``start_ms`` (default: buffer start) to ``end_ms`` (default: all), and
-        drop the buffer up to the end of what was taken."""
+        """16 kHz PCM16 from ``start_ms`` (default: buffer start) to ``end_ms`` (default: all, with
+        what the resampler holds), and drop the buffer up to the end of what was taken."""
+        if end_ms is None:
+            self._flush_decoder(self._decoder.format)
         start = max(0, (start_ms or 0) * MS - self._buf_start)
         end = len(self._buf) if end_ms is None else max(start, end_ms * MS - self._buf_start)
         pcm = float_to_pcm16(self._buf[start:end])
@@ -75,5 +101,6 @@ class InputAudio:
         return pcm
 
     def clear(self) -> None:
+        self._flush_decoder(self._decoder.format)  # (dropped too, but counted: positions stay true)
         self._trim(self._buf_start + len(self._buf))
         self._vad_pos = max(self._vad_pos, self._buf_start)

@@ -11,6 +11,7 @@ import base64
 import binascii
 from collections.abc import Awaitable, Callable
 
+from edge.audio_formats import FORMATS, PCM
 from edge.conversation import Conversation
 from edge.events import Send, new_id, server_event
 from edge.input_audio import InputAudio
@@ -33,10 +34,10 @@ class InputTurns:
         max_buffer_s: float,
         on_speech_started: Callable[[], None],
         on_turn_end: Callable[[], Awaitable[None]],
+        audio_format: str = PCM,
     ) -> None:
-        self.audio = InputAudio(
-            vad, TurnDetector(detection) if detection else None, max_buffer_s=max_buffer_s
-        )
+        detector = TurnDetector(detection) if detection else None
+        self.audio = InputAudio(vad, detector, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
         self._conversation = conversation
         self._send = send
         self._on_speech_started = on_speech_started
@@ -44,8 +45,11 @@ class InputTurns:
         self._speech_item: str | None = None
         self._speech_start_ms = 0
 
-    def configure(self, detection: TurnDetection | None) -> None:
-        """The session's turn detection changed (``None``: turns are committed by the client)."""
+    def configure(self, detection: TurnDetection | None, audio_format: str | None = None) -> None:
+        """The session's settings changed: its turn detection (``None``: turns are committed by the
+        client) and its input audio format (``None``: unchanged)."""
+        if audio_format is not None:
+            self.audio.audio_format = FORMATS[audio_format]
         if detection is None:
             self.audio.detector = None
         elif self.audio.detector is None:
@@ -54,12 +58,12 @@ class InputTurns:
             self.audio.detector.config = detection
 
     async def append(self, b64: str) -> None:
-        """``input_audio_buffer.append``."""
+        """``input_audio_buffer.append``: base64 audio in the session's input format."""
         try:
-            pcm = base64.b64decode(b64, validate=True)
+            data = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise BadAudio(f"audio is not valid base64: {exc}") from exc
-        for ev in await self.audio.append(pcm):
+        for ev in await self.audio.append(data):
             if isinstance(ev, SpeechStarted):
                 await self._speech_started(ev)
             else:

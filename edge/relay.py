@@ -130,11 +130,10 @@ class RouterRelay:
         await self.frames.content("response.output_audio_transcript.delta", delta=text)
 
     async def _transcribed(self, text: str) -> None:
-        if self.transcript is not None or self.frames.user_item_id is None:
+        if self.transcript is not None or self.on_transcript is None:  # typed turns have none
             return
         self.transcript = text
-        if self.on_transcript is not None:
-            await self.on_transcript(text)
+        await self.on_transcript(text)
 
     async def _degrade(self, ev: Degraded) -> None:
         if ev.transcript:

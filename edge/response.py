@@ -18,12 +18,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from edge.audio_formats import FORMATS
 from edge.events import Send
 from edge.fallback_reply import FallbackReply
 from edge.playback import Player
 from edge.protocols import FallbackSpeaker
 from edge.relay import RouterRelay
-from edge.response_frames import ResponseFrames, Status
+from edge.response_frames import ResponseFrames, Status, estimated_usage
+from edge.response_params import ResponseParams
 from router.api import RoutedEvent
 from wire.tasks import cancel_and_wait
 
@@ -54,13 +56,24 @@ class Response:
     lead_s: float = 0.4
     relay_times: list[float] | None = None
     """When a list, the edge's own time per relayed audio chunk (router yield -> socket) is appended."""
+    output_format: str = "audio/pcm"
+    """The session's ``audio.output.format`` type (``edge/audio_formats.py``)."""
     on_transcript: Callable[[str], Awaitable[None]] | None = None
+    params: ResponseParams | None = None
+    """What ``response.create`` asked for (metadata, out of band, max tokens), for its events."""
+    prompt: tuple[str, ...] = ()
+    """The text the region was given (instructions, history, the user's words), for ``usage``."""
     _cancel_reason: CancelReason | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.frames = ResponseFrames(self.send, self.user_item_id, self.voice)
-        self.player = Player(self.frames, self.lead_s, self.relay_times)
+        self.frames.output_format = FORMATS[self.output_format].describe()
+        if (params := self.params) is not None:
+            self.frames.client_metadata = params.metadata
+            self.frames.in_conversation = not params.out_of_band
+            self.frames.max_output_tokens = params.max_output_tokens
+        self.player = Player(self.frames, self.lead_s, self.relay_times, FORMATS[self.output_format])
         fallback = FallbackReply(self.fallback, self.hold_message)
         self.relay = RouterRelay(self.events, self.frames, self.player, fallback, self.on_transcript)
 
@@ -99,7 +112,8 @@ class Response:
             error = {"type": "invalid_request_error", "code": refused.code, "message": refused.message}
         full_text = "".join(self.relay.text).strip()
         heard_text = full_text if status == "completed" else " ".join(self.player.heard)
-        await self.frames.finished(status, heard_text, self._cancel_reason, error)
+        usage = estimated_usage([*self.prompt, self.relay.transcript or ""], full_text)
+        await self.frames.finished(status, heard_text, self._cancel_reason, error, usage)
         return ResponseResult(
             status=status,
             heard_text=heard_text,

@@ -3,10 +3,12 @@ that open and close it, and the fields every audio/content event carries."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from edge.events import Send, new_id, server_event
+from edge.limits import estimate_tokens
 
 Status = Literal["completed", "cancelled", "failed"]
 
@@ -21,6 +23,14 @@ class ResponseFrames:
     item_id: str = field(default_factory=lambda: new_id("item"))
     metadata: dict[str, str] = field(default_factory=dict)
     """``response.metadata``: who served it, degraded or failed over (see ``edge/__init__.py``)."""
+    client_metadata: dict[str, str] = field(default_factory=dict)
+    """The client's ``response.create`` metadata, echoed under the edge's own keys (LiveKit matches
+    its replies by ``client_event_id`` in it)."""
+    in_conversation: bool = True
+    """``False`` for an out-of-band response: its item is not in the conversation."""
+    output_format: dict[str, Any] = field(default_factory=lambda: {"type": "audio/pcm", "rate": 24000})
+    """The session's ``audio.output.format``, as the response object shows it."""
+    max_output_tokens: int | Literal["inf"] | None = None
 
     async def content(self, type_: str, **fields: Any) -> None:
         """A ``response.output_audio*`` / ``response.content_part.*`` event of the response's one part."""
@@ -37,9 +47,10 @@ class ResponseFrames:
         await self.send(
             server_event("response.output_item.added", response_id=self.id, output_index=0, item=item)
         )
-        await self.send(
-            server_event("conversation.item.added", item=item, previous_item_id=self.user_item_id)
-        )
+        if self.in_conversation:
+            await self.send(
+                server_event("conversation.item.added", item=item, previous_item_id=self.user_item_id)
+            )
         await self.content("response.content_part.added", part={"type": "audio", "transcript": ""})
 
     async def finished(
@@ -48,8 +59,10 @@ class ResponseFrames:
         transcript: str,
         cancel_reason: str | None = None,
         error: dict[str, str] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> None:
-        """Close the response; ``error`` (``type``, ``code``, ``message``) says why a failed one failed."""
+        """Close the response; ``error`` (``type``, ``code``, ``message``) says why a failed one failed,
+        ``usage`` (``estimated_usage()``) what it cost."""
         item = self._item("completed" if status == "completed" else "incomplete", transcript)
         await self.content("response.output_audio.done")
         await self.content("response.output_audio_transcript.done", transcript=transcript)
@@ -57,13 +70,19 @@ class ResponseFrames:
         await self.send(
             server_event("response.output_item.done", response_id=self.id, output_index=0, item=item)
         )
-        await self.send(server_event("conversation.item.done", item=item, previous_item_id=self.user_item_id))
+        if self.in_conversation:
+            await self.send(
+                server_event("conversation.item.done", item=item, previous_item_id=self.user_item_id)
+            )
         details: dict[str, Any] = {"type": status}
         if cancel_reason is not None:
             details["reason"] = cancel_reason
         if error is not None:
             details["error"] = error
-        await self.send(server_event("response.done", response=self._response(status, [item], details)))
+        response = self._response(status, [item], details)
+        if usage is not None:
+            response["usage"] = usage
+        await self.send(server_event("response.done", response=response))
 
     def _item(self, status: str, transcript: str | None) -> dict[str, Any]:
         content = [] if transcript is None else [{"type": "output_audio", "transcript": transcript}]
@@ -85,10 +104,32 @@ class ResponseFrames:
             "status": status,
             "status_details": details,
             "output": output,
-            "conversation_id": "conv_default",
+            "conversation_id": "conv_default" if self.in_conversation else None,
+            "max_output_tokens": self.max_output_tokens,
             "output_modalities": ["audio"],
-            "audio": {
-                "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": self.voice or None}
-            },
-            "metadata": dict(self.metadata) or None,
+            "audio": {"output": {"format": self.output_format, "voice": self.voice or None}},
+            "metadata": {**self.client_metadata, **self.metadata} or None,
         }
+
+
+def estimated_usage(input_texts: Sequence[str], output_text: str) -> dict[str, Any]:
+    """``response.usage`` (``RealtimeResponseUsage``) estimated from text length.
+
+    Regions report no token counts, so both sides are ``edge.limits.estimate_tokens`` of the text
+    (one token per 3 UTF-8 bytes plus 4 per message: an over-count): the input is the instructions,
+    the history and the user's words (an audio turn's transcript), the output the reply's text.
+    Audio is not counted as tokens of its own."""
+    input_tokens = sum(estimate_tokens(t) for t in input_texts if t)
+    output_tokens = estimate_tokens(output_text) if output_text else 0
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+        "input_token_details": {
+            "text_tokens": input_tokens,
+            "audio_tokens": 0,
+            "cached_tokens": 0,
+            "image_tokens": 0,
+        },
+        "output_token_details": {"text_tokens": output_tokens, "audio_tokens": 0},
+    }

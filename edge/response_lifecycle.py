@@ -1,5 +1,6 @@
-"""One session's response slot: start a response on the conversation's pending input, cancel it,
-and when it ends put what was heard into the conversation and save the session.
+"""One session's response slot: start a response on the conversation's pending input (or on what
+``response.create`` asked for: ``edge/response_params.py``), cancel it, and when it ends put what was
+heard into the conversation (unless it was out of band) and save the session.
 
 A session has at most one response at a time; its task is this session's only background work.
 """
@@ -14,6 +15,7 @@ from edge.conversation import Conversation, UserTurn
 from edge.events import Send, new_id
 from edge.metrics import RESPONSES
 from edge.response import CancelReason, Response
+from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
 from edge.state import SessionState
 from router.api import SessionRouting
@@ -30,24 +32,28 @@ class ResponseLifecycle:
         self._conversation = conversation
         self._send = send
         self.response: Response | None = None
+        self.last_response_id: str | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        """``response.create`` (or the end of a VAD turn): answer the pending input."""
+    def start(self, params: ResponseParams | None = None) -> None:
+        """``response.create`` with its checked ``params`` (``edge/response_params.py``), or the end
+        of a VAD turn (the session's settings): answer the pending input, or what ``params`` say."""
         if self.response is not None:
             raise BadEvent(
                 "a response is already in progress", code="conversation_already_has_active_response"
             )
-        turn = self._conversation.take_turn()
         state, services = self._state, self._services
+        params = params or response_params(None, state, services.settings)
+        turn = answer_input(params, self._conversation, state)
+        turn, max_output_tokens = fit_turn(turn, params, services.settings.limits.content)
         start = TurnStart(
             turn_id=new_id("turn"),
-            voice=state.voice,
-            instructions=state.instructions,
+            voice=params.region_voice,
+            instructions=params.instructions,
             history=turn.history,
             text=turn.text,
             transcript=None,
-            max_output_tokens=state.max_output_tokens,
+            max_output_tokens=max_output_tokens,
             temperature=state.temperature,
         )
         events = services.router.run_turn(SessionRouting(session_id=state.id), start, turn.audio or None)
@@ -56,13 +62,19 @@ class ResponseLifecycle:
             events=events,
             fallback=services.fallback,
             hold_message=services.settings.hold_message,
-            user_item_id=turn.audio_item_id,
-            voice=state.voice,
+            user_item_id=self._conversation.last_item_id,  # its item's ``previous_item_id``
+            voice=params.voice,
             lead_s=services.settings.playback_lead_s,
             relay_times=services.relay_times,
+            output_format=state.output_audio_format,
             on_transcript=self._transcript_writer(turn),
+            params=params,
+            prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
         )
+        if not params.out_of_band:
+            self._conversation.open_answer(response.frames.item_id, response.player.timeline)
         self.response = response
+        self.last_response_id = response.id
         self._task = asyncio.create_task(self._run(response), name=response.id)
 
     def cancel(self, reason: CancelReason) -> bool:
@@ -71,6 +83,29 @@ class ResponseLifecycle:
             return False
         self.response.cancel(reason)
         return True
+
+    async def stop_item(self, item_id: str) -> None:
+        """Stop the response playing ``item_id``, if one is (cancel it like ``response.cancel``),
+        and wait for its end: its item then holds what was heard."""
+        response, task = self.response, self._task
+        if response is None or task is None or response.frames.item_id != item_id:
+            return
+        response.cancel("client_cancelled")
+        await asyncio.wait([task])
+
+    def cancel_item(self, item_id: str) -> None:
+        """The response playing ``item_id`` (if one is) stops: its item was deleted."""
+        if self.response is not None and self.response.frames.item_id == item_id:
+            self.response.cancel("client_cancelled")
+
+    async def clear_audio(self) -> str | None:
+        """``output_audio_buffer.clear``: stop the audio being played (the response in progress, as a
+        cancel does); the id of the response whose audio that was, ``None`` when none ever played."""
+        response, task = self.response, self._task
+        if response is not None and task is not None:
+            response.cancel("client_cancelled")
+            await asyncio.wait([task])
+        return self.last_response_id
 
     async def close(self) -> None:
         """The session is closing: stop the response without finishing it."""
@@ -87,7 +122,9 @@ class ResponseLifecycle:
     async def _run(self, response: Response) -> None:
         try:
             result = await response.run()
-            self._conversation.answered(result.heard_text)
+            if response.params is None or not response.params.out_of_band:
+                completed = result.status == "completed"
+                self._conversation.answered(response.frames.item_id, result.heard_text, completed=completed)
         finally:
             # Free the slot as ``response.done`` goes out (no await between): a client may send
             # ``response.create`` as soon as it reads it.

@@ -12,9 +12,13 @@ import logging
 
 from openai.types.realtime import (
     ConversationItemCreateEvent,
+    ConversationItemDeleteEvent,
+    ConversationItemRetrieveEvent,
+    ConversationItemTruncateEvent,
     InputAudioBufferAppendEvent,
     InputAudioBufferClearEvent,
     InputAudioBufferCommitEvent,
+    OutputAudioBufferClearEvent,
     ResponseCancelEvent,
     ResponseCreateEvent,
     SessionUpdateEvent,
@@ -22,11 +26,19 @@ from openai.types.realtime import (
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
 from edge.conversation import Conversation
-from edge.events import Send, error_event, parse_client_event, server_event
+from edge.events import (
+    Send,
+    client_event_id,
+    error_event,
+    read_client_frame,
+    server_event,
+    validate_client_event,
+)
 from edge.input_turns import InputTurns
 from edge.limits import RateLimited
 from edge.metrics import CLIENT_EVENTS
 from edge.response_lifecycle import ResponseLifecycle
+from edge.response_params import response_params
 from edge.services import EdgeServices
 from edge.session_update import session_changes, session_object
 from edge.state import SessionState
@@ -55,6 +67,7 @@ class RealtimeSession:
             max_buffer_s=limits.max_buffer_s,
             on_speech_started=self._speech_started,
             on_turn_end=self._turn_ended,
+            audio_format=state.input_audio_format,
         )
 
     async def open(self) -> None:
@@ -75,7 +88,9 @@ class RealtimeSession:
                 )
             if not self._bucket.take():
                 raise RateLimited("too many events: slow down")
-            event, event_id, type_ = parse_client_event(raw)
+            data = read_client_frame(raw)
+            event_id = client_event_id(data)
+            event, type_ = validate_client_event(data)
             await self._dispatch(event)
             CLIENT_EVENTS.labels(type_, "ok").inc()
         except ProtocolError as exc:
@@ -102,18 +117,46 @@ class RealtimeSession:
             await self.turns.clear()
         elif isinstance(event, ConversationItemCreateEvent):
             await self.conversation.create_item(event)
+        elif isinstance(event, ConversationItemTruncateEvent):
+            await self._truncate(event)
+        elif isinstance(event, ConversationItemDeleteEvent):
+            await self.conversation.delete(event.item_id)
+            self.responses.cancel_item(event.item_id)
+            await self.services.sessions.save(self.state)
+        elif isinstance(event, ConversationItemRetrieveEvent):
+            await self.conversation.retrieve(event.item_id)
+        elif isinstance(event, OutputAudioBufferClearEvent):
+            await self._clear_output_audio()
         elif isinstance(event, ResponseCreateEvent):
-            self.responses.start()
+            self.responses.start(response_params(event.response, self.state, self.services.settings))
         elif isinstance(event, ResponseCancelEvent):
             if not self.responses.cancel("client_cancelled"):
                 raise BadEvent("no response is in progress", code="response_cancel_not_active")
         else:
             raise BadEvent(f"{event.type} is not supported by this server", code="unsupported_event")
 
+    async def _truncate(self, event: ConversationItemTruncateEvent) -> None:
+        """Checked first (a bad truncate changes nothing), then a response still playing the item
+        is stopped like a cancel (Pipecat truncates at barge-in), then its transcript is cut."""
+        item = self.conversation.truncatable(event)
+        await self.responses.stop_item(item.id)
+        await self.conversation.truncate(item, event.audio_end_ms)
+        await self.services.sessions.save(self.state)
+
+    async def _clear_output_audio(self) -> None:
+        """``output_audio_buffer.clear``: WebRTC/SIP only in OpenAI, whose WebSocket refuses it. The
+        edge paces its audio like OpenAI's WebRTC output buffer (``edge/playback.py``), so it does
+        what WebRTC does: stop the audio being played and answer ``output_audio_buffer.cleared``
+        (no error: Pipecat ends the session on any error but two)."""
+        response_id = await self.responses.clear_audio()
+        if response_id is None:
+            raise BadEvent("no response audio to clear in this session", code="invalid_value")
+        await self._send(server_event("output_audio_buffer.cleared", response_id=response_id))
+
     async def _update(self, event: SessionUpdateEvent) -> None:
         for name, value in session_changes(self.state, event.session, self.services.settings).items():
             setattr(self.state, name, value)
-        self.turns.configure(self.state.turn_detection)
+        self.turns.configure(self.state.turn_detection, self.state.input_audio_format)
         await self.services.sessions.save(self.state)
         await self._send(server_event("session.updated", session=session_object(self.state)))
 

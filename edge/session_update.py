@@ -16,11 +16,12 @@ from openai.types.realtime.realtime_audio_input_turn_detection import ServerVad
 from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from openai.types.realtime.session_update_event import Session
 
+from edge.audio_formats import FORMATS
 from edge.events import new_id
-from edge.limits import check_range, check_text, check_turn_detection, output_tokens
+from edge.limits import InvalidParam, check_range, check_text, check_turn_detection, output_tokens
 from edge.settings import ContentLimits, EdgeSettings, VadSettings
 from edge.state import SessionState, TurnDetection
-from wire.errors import BadAudio, BadEvent
+from wire.errors import BadEvent
 
 T = TypeVar("T")
 
@@ -60,12 +61,12 @@ def session_object(state: SessionState) -> dict[str, Any]:
         "max_output_tokens": state.max_output_tokens,
         "audio": {
             "input": {
-                "format": {"type": "audio/pcm", "rate": 24000},
+                "format": FORMATS[state.input_audio_format].describe(),
                 "turn_detection": None
                 if td is None
                 else {"type": "server_vad", **msgspec.structs.asdict(td)},
             },
-            "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": state.voice or None},
+            "output": {"format": FORMATS[state.output_audio_format].describe(), "voice": state.voice or None},
         },
     }
 
@@ -89,25 +90,37 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
         changes["max_output_tokens"] = output_tokens(s.max_output_tokens, limits)
     audio = s.audio
     if audio is not None and audio.output is not None:
-        if audio.output.format is not None and audio.output.format.type not in (None, "audio/pcm"):
-            raise BadAudio(
-                "only audio/pcm (24 kHz PCM16) output is supported", code="unsupported_audio_format"
-            )
+        if (fmt := _audio_format(audio.output.format, "session.audio.output.format")) is not None:
+            changes["output_audio_format"] = fmt
         if audio.output.voice is not None:
             voice = audio.output.voice
             voice = voice if isinstance(voice, str) else voice.id
             check_text(voice, "session.audio.output.voice", limits.max_voice_chars)
+            # A voice no region speaks is refused here, not at a turn; the session keeps (and
+            # echoes) the name asked for, mapped to a region voice per turn.
+            settings.voices.region_voice(voice, param="session.audio.output.voice")
             changes["voice"] = voice
     if audio is not None and audio.input is not None:
-        if audio.input.format is not None and audio.input.format.type not in (None, "audio/pcm"):
-            raise BadAudio(
-                "only audio/pcm (24 kHz PCM16) input is supported", code="unsupported_audio_format"
-            )
+        if (fmt := _audio_format(audio.input.format, "session.audio.input.format")) is not None:
+            changes["input_audio_format"] = fmt
         if "turn_detection" in audio.input.model_fields_set:
             changes["turn_detection"] = turn_detection(
                 audio.input.turn_detection, state.turn_detection, settings.vad, limits
             )
     return changes
+
+
+def _audio_format(fmt: Any, param: str) -> str | None:
+    """A client's ``format`` as one the edge speaks (``FORMATS``); ``None``: left as it is."""
+    if fmt is None or fmt.type is None:
+        return None
+    if fmt.type not in FORMATS:  # (the SDK's models already refuse most; a newer SDK may add some)
+        raise InvalidParam(
+            f"{param}: {fmt.type!r} is not supported: use one of {', '.join(FORMATS)}",
+            param=param,
+            code="unsupported_audio_format",
+        )
+    return str(fmt.type)
 
 
 def _check_unused_numbers(s: RealtimeSessionCreateRequest, limits: ContentLimits) -> None:

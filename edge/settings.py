@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from edge.voices import CPU_VOICES, VoiceTable
+
 
 @dataclass(frozen=True)
 class VadSettings:
@@ -105,6 +107,9 @@ class EdgeSettings:
     piper_model: str = ""
     hold_message: str = "Sorry, I can't answer that right now. Please try again in a moment."
     default_voice: str = ""
+    voices: VoiceTable = field(default_factory=lambda: CPU_VOICES)
+    """The voice names sessions may ask for and the region voice of each (``edge/voices.py``): the
+    profile's (``voicemesh/profiles.py``); the default is the ``cpu`` profile's."""
     default_instructions: str = "You are a helpful voice assistant. Answer briefly."
     store_url: str | None = None
     """``redis://...`` keeps sessions and client secrets in Redis (shared by edges); else memory."""

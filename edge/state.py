@@ -33,6 +33,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     turn_detection: TurnDetection | None = None
     output_modalities: list[str] = msgspec.field(default_factory=lambda: ["audio"])
     max_output_tokens: int = 200
+    input_audio_format: str = "audio/pcm"
+    """``session.audio.input.format.type`` (``edge/audio_formats.py``); likewise for output."""
+    output_audio_format: str = "audio/pcm"
     temperature: float = 0.7
     history: list[Message] = msgspec.field(default_factory=list)
     created_at: float = 0.0

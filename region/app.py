@@ -4,7 +4,8 @@ Every request passes ``RegionGuard`` first: it checks the edge's region token
 (``wire.region_auth``) on the turn WebSocket's handshake and on every HTTP request. The one
 exception is ``/health`` without any ``Authorization`` header (kubelet and start-up probes): it
 answers ready/not-ready and nothing else. With a valid token it is the full body the router's
-prober reads (load, queue, models, voices, LLM URL, error text).
+prober reads (load, queue, models, voices, LLM URL, error text). ``GET /metrics`` also takes the
+scraper's metrics credential, which is good for nothing else (not even the full ``/health``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _AUTHENTICATED = "voicemesh.authenticated"
-"""Scope key the guard sets: did this request carry a valid region token?"""
+"""Scope key the guard sets: did this request carry a credential valid for its path? (Only
+``/health`` reads it, and only a region token is valid there.)"""
 
 
 class RegionGuard:
     """ASGI middleware in front of the whole app: refuse, with HTTP 401 and a reason, any request but
-    a bare ``GET /health`` that lacks a valid token. ``verifier=None`` lets everything through
-    (``--insecure-no-auth``)."""
+    a bare ``GET /health`` that lacks a valid token (or, for ``GET /metrics`` only, the metrics
+    credential). ``verifier=None`` lets everything through (``--insecure-no-auth``)."""
 
     def __init__(self, app: ASGIApp, verifier: TokenVerifier | None) -> None:
         self._app = app
@@ -56,7 +58,11 @@ class RegionGuard:
             scope[_AUTHENTICATED] = False
             await self._app(scope, receive, send)
             return
-        reason = self._verifier.refusal(header.decode("latin-1") if header is not None else None)
+        value = header.decode("latin-1") if header is not None else None
+        if _is_metrics_read(scope):
+            reason = self._verifier.metrics_refusal(value)
+        else:
+            reason = self._verifier.refusal(value)
         if reason is None:
             scope[_AUTHENTICATED] = True
             await self._app(scope, receive, send)
@@ -64,6 +70,11 @@ class RegionGuard:
         client = scope.get("client") or ("?", 0)
         log.warning("refused %s %s from %s: %s", scope["type"], scope["path"], client[0], reason)
         await _refuse(scope, receive, send, reason)
+
+
+def _is_metrics_read(scope: Scope) -> bool:
+    # Exact path and method: the metrics credential must not reach any other handler.
+    return bool(scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/metrics")
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, reason: str) -> None:

@@ -48,7 +48,8 @@ def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list
     system = system_prompt + (f"\n\n{start.instructions}" if start.instructions else "")
     messages = [{"role": "system", "content": system}]
     messages += [{"role": m.role, "content": m.content} for m in start.history]
-    messages.append({"role": "user", "content": user_text})
+    if user_text:  # no user words: a greeting, answered from the instructions and the history
+        messages.append({"role": "user", "content": user_text})
     if start.heard_text:
         messages.append({"role": "assistant", "content": start.heard_text})
     return messages

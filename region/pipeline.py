@@ -5,6 +5,8 @@ closes it, and its audio is sent while the LLM is still writing the rest. ``Naiv
 the same stages one after another (whole transcript, whole answer, whole synthesis); it exists so
 ``voicemesh bench region`` can show what the streaming buys.
 
+A turn with empty typed text is answered without user words (``answers_unprompted``).
+
 Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
 ``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
 iterator) stops every stage: the LLM stream is closed (vLLM aborts the request), and the turn's
@@ -28,6 +30,13 @@ from wire.text import ClauseChunker
 from wire.turn import AudioClause, TextDelta, Transcript, TurnStart
 
 PipelineEvent = Transcript | TextDelta | ClauseAudio
+
+
+def answers_unprompted(start: TurnStart) -> bool:
+    """A turn whose typed text is empty (and has no audio) has no user words: it is answered from the
+    instructions and the history alone (a greeting: the edge's ``response.create`` with nothing
+    pending), with no transcript. Silence in a turn's audio, by contrast, gets no answer."""
+    return start.text is not None and not start.text.strip() and start.audio_bytes == 0
 
 
 @dataclass
@@ -107,10 +116,12 @@ class _End:
 
 class StreamingPipeline(Pipeline):
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        user_text = await self.user_text(turn)
-        yield self.transcript_event(turn, user_text)
-        if not user_text.strip():
-            return  # nothing was said: no answer
+        unprompted = answers_unprompted(turn.start)
+        user_text = "" if unprompted else await self.user_text(turn)
+        if not unprompted:
+            yield self.transcript_event(turn, user_text)
+            if not user_text.strip():
+                return  # nothing was said: no answer
         out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
         writer = asyncio.create_task(self._write(turn, user_text, out, clauses), name="llm")
@@ -170,10 +181,12 @@ class NaivePipeline(Pipeline):
     """Each stage waits for the previous one to finish; first audio = all the work."""
 
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        user_text = await self.user_text(turn)
-        yield self.transcript_event(turn, user_text)
-        if not user_text.strip():
-            return
+        unprompted = answers_unprompted(turn.start)
+        user_text = "" if unprompted else await self.user_text(turn)
+        if not unprompted:
+            yield self.transcript_event(turn, user_text)
+            if not user_text.strip():
+                return
         t = time.perf_counter()
         turn.text = "".join([delta async for delta in self.stages.llm.stream(turn.start, user_text)])
         turn.mark("llm_s", t)

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge.settings import ContentLimits
+from edge.voices import CPU_VOICES, GPU_VOICES, VoiceTable
 from region.settings import LlmSettings, SttSettings, TtsSettings
 from voicemesh import paths
 from voicemesh.models.catalog import SMOLLM2_HF
@@ -32,6 +34,17 @@ class Profile:
     tts: TtsSettings
     edge: EdgeModels
     description: str
+    voices: VoiceTable = CPU_VOICES
+    """The voices its regions speak (its Kokoro voice file) and the OpenAI names mapped to them:
+    the edge's ``EdgeSettings.voices``."""
+
+    @property
+    def context_tokens(self) -> int:
+        """The served model's context (vLLM's ``--max-model-len``): the edge fits each turn in it."""
+        args = list(self.llm.vllm_args)
+        if "--max-model-len" in args[:-1]:
+            return int(args[args.index("--max-model-len") + 1])
+        return ContentLimits().context_tokens
 
     def local_paths(self) -> list[Path]:
         """Model files this profile reads from disk (ids resolved by their libraries are skipped)."""
@@ -76,6 +89,7 @@ def cpu_profile() -> Profile:
             intra_op_threads=1,
         ),
         edge=_edge_models(models),
+        voices=CPU_VOICES,
     )
 
 
@@ -107,6 +121,7 @@ def gpu_profile() -> Profile:
             intra_op_threads=4,
         ),
         edge=_edge_models(paths.models_dir()),
+        voices=GPU_VOICES,
     )
 
 

@@ -10,6 +10,11 @@ token, but it was admitted by a valid one, and a new connection needs a fresh to
 token and mint a new one when half its life is gone (or when the key set's signing key changed),
 so a probe every second costs one HMAC every couple of minutes.
 
+``GET /metrics`` also takes the metrics credential (``wire.region_keys``: a ``vmm_`` bearer secret
+a region knows only by its SHA-256), so a scraper that cannot mint tokens can read it; that
+credential is refused everywhere else (``TokenVerifier.refusal``). Checked in constant time
+against every accepted hash.
+
 ``ClientAuth`` bundles what a client of the region needs (a signer and an optional TLS context
 trusting the regions' CA). ``ClientAuth.from_env()`` reads ``VOICEMESH_REGION_KEYS`` (key file) and
 ``VOICEMESH_REGION_CA`` (PEM CA bundle): the default of every client that is not given one.
@@ -18,6 +23,7 @@ trusting the regions' CA). ``ClientAuth.from_env()`` reads ``VOICEMESH_REGION_KE
 from __future__ import annotations
 
 import functools
+import hmac
 import os
 import ssl
 import time
@@ -26,7 +32,7 @@ from pathlib import Path
 
 import jwt
 
-from wire.region_keys import LEEWAY_S, MAX_TOKEN_TTL_S, KeyFile
+from wire.region_keys import LEEWAY_S, MAX_TOKEN_TTL_S, METRICS_PREFIX, KeyFile, hash_metrics_token
 
 AUDIENCE = "voicemesh-region"
 TOKEN_TTL_S = 240.0
@@ -77,17 +83,15 @@ class TokenVerifier:
         self.keys = keys
 
     def refusal(self, authorization: str | None, now: float | None = None) -> str | None:
-        """None when the header carries a valid token; otherwise why not (safe to send back)."""
-        if not authorization:
-            return "missing credential: send Authorization: Bearer <region token>"
-        if len(authorization) > MAX_HEADER_CHARS:
-            return "credential too long"
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return "expected Authorization: Bearer <region token>"
+        """None when the header carries a valid region token; otherwise why not (safe to send back)."""
+        token, reason = _bearer(authorization)
+        if reason is not None:
+            return reason
+        if token.startswith(METRICS_PREFIX):
+            return "a metrics credential reads GET /metrics only"
         now = time.time() if now is None else now
         try:
-            kid = jwt.get_unverified_header(token.strip()).get("kid")
+            kid = jwt.get_unverified_header(token).get("kid")
         except jwt.PyJWTError:
             return "malformed token"
         key = self.keys.current().accepted(now).get(kid) if isinstance(kid, str) else None
@@ -95,7 +99,7 @@ class TokenVerifier:
             return "token signed by an unknown or retired key"
         try:
             claims = jwt.decode(
-                token.strip(), key.secret_bytes, algorithms=["HS256"], audience=AUDIENCE, leeway=LEEWAY_S,
+                token, key.secret_bytes, algorithms=["HS256"], audience=AUDIENCE, leeway=LEEWAY_S,
                 options={"require": ["exp", "iat", "aud"], "verify_iat": False},
             )  # fmt: skip
         except jwt.ExpiredSignatureError:
@@ -110,6 +114,29 @@ class TokenVerifier:
         if expires - issued > MAX_TOKEN_TTL_S:
             return "token lifetime too long"
         return None
+
+    def metrics_refusal(self, authorization: str | None, now: float | None = None) -> str | None:
+        """For ``GET /metrics``: None for a valid region token or an accepted metrics credential."""
+        token, reason = _bearer(authorization)
+        if reason is not None or not token.startswith(METRICS_PREFIX):
+            return self.refusal(authorization, now)
+        digest = hash_metrics_token(token)
+        hashes = self.keys.current().metrics_hashes(time.time() if now is None else now)
+        # Every hash is compared (no early exit), each in constant time.
+        matched = [hmac.compare_digest(digest, known) for known in hashes]
+        return None if any(matched) else "unknown or retired metrics credential"
+
+
+def _bearer(authorization: str | None) -> tuple[str, str | None]:
+    """(the bearer credential, None), or ("", why the header is unusable)."""
+    if not authorization:
+        return "", "missing credential: send Authorization: Bearer <region token>"
+    if len(authorization) > MAX_HEADER_CHARS:
+        return "", "credential too long"
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return "", "expected Authorization: Bearer <region token>"
+    return token.strip(), None
 
 
 def client_ssl_context(ca_path: str | Path) -> ssl.SSLContext:

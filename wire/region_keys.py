@@ -4,7 +4,9 @@ One JSON file, mode 0600, written only by voicemesh (``voicemesh infra rotate-ke
 ``terraform apply``) and never put in Terraform state or the registry::
 
     {"keys": [{"kid": "k-20261123t084200-1a2b", "secret": "<base64url, 32 bytes>",
-               "created": 1795423320.0, "sign_from": 1795423320.0, "retire_at": null}]}
+               "created": 1795423320.0, "sign_from": 1795423320.0, "retire_at": null}],
+     "metrics": [{"kid": "m-20261123t084200-3c4d", "sha256": "<hex>",
+                  "created": 1795423320.0, "retire_at": null}]}
 
 Rotation without downtime:
 
@@ -14,6 +16,12 @@ Rotation without downtime:
 * the key it replaces gets ``retire_at = sign_from + MAX_TOKEN_TTL_S + LEEWAY_S``: after that no
   token signed with it can still be valid, so regions refuse it and the next rotation drops it.
 
+The metrics credential is the scraper's: a long-lived random bearer secret (``vmm_`` + 32 bytes)
+that regions accept on ``GET /metrics`` only. The file keeps only its SHA-256, under ``"metrics"``
+(``{"kid", "sha256", "created", "retire_at"}``), so whoever reads the key set cannot present it;
+the raw secret is written once, beside the key file (``metrics_token_path``, 0600), for the
+scraper. It rotates like the keys: the new one is accepted at once, the old one for an overlap.
+
 ``KeyFile`` re-reads the file whenever its stamp changes (checked on use: a stat, no watcher
 thread), so neither tier needs a restart; a broken file keeps the last good set in force.
 """
@@ -21,12 +29,14 @@ thread), so neither tier needs a restart; a broken file keeps the last good set 
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -40,6 +50,11 @@ MAX_TOKEN_TTL_S = 300.0
 LEEWAY_S = 30.0
 """Clock skew tolerated between an edge and a region."""
 SECRET_BYTES = 32
+METRICS_PREFIX = "vmm_"
+"""Marks a metrics credential, so a region tells it from a region token without trying either."""
+METRICS_OVERLAP_S = 900.0
+"""How long a replaced metrics credential stays accepted: time for the new secret to reach the
+scraper (a Kubernetes Secret: ~2 min) and for several scrapes to use it."""
 
 
 class KeySetError(VoicemeshError):
@@ -65,8 +80,26 @@ class RegionKey(msgspec.Struct, frozen=True, kw_only=True):
         return f"RegionKey(kid={self.kid!r}, sign_from={self.sign_from}, retire_at={self.retire_at})"
 
 
+class MetricsCredential(msgspec.Struct, frozen=True, kw_only=True):
+    """The scraper's credential as a region knows it: a hash, never the secret."""
+
+    kid: str
+    sha256: str
+    """hex SHA-256 of the raw ``vmm_`` secret (which lives only in the scraper's file)."""
+    created: float
+    retire_at: float | None = None
+
+    def accepted(self, now: float) -> bool:
+        return self.retire_at is None or now < self.retire_at
+
+
 class KeySet(msgspec.Struct, frozen=True, kw_only=True):
     keys: list[RegionKey] = msgspec.field(default_factory=list)
+    metrics: list[MetricsCredential] = msgspec.field(default_factory=list)
+
+    def metrics_hashes(self, now: float) -> list[str]:
+        """SHA-256 (hex) of every metrics credential a region accepts now."""
+        return [c.sha256 for c in self.metrics if c.accepted(now)]
 
     def accepted(self, now: float) -> dict[str, RegionKey]:
         """kid -> key, for every key a region accepts now."""
@@ -80,12 +113,32 @@ class KeySet(msgspec.Struct, frozen=True, kw_only=True):
         return max(usable, key=lambda k: (k.sign_from, k.created))
 
 
+def _new_kid(prefix: str, now: float) -> str:
+    return f"{prefix}-{time.strftime('%Y%m%dt%H%M%S', time.gmtime(now))}-{secrets.token_hex(2)}"
+
+
+def _new_secret() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(SECRET_BYTES)).decode().rstrip("=")
+
+
 def new_key(now: float, *, activate_in_s: float = 0.0) -> RegionKey:
-    stamp = time.strftime("%Y%m%dt%H%M%S", time.gmtime(now))
-    secret = base64.urlsafe_b64encode(secrets.token_bytes(SECRET_BYTES)).decode().rstrip("=")
-    return RegionKey(
-        kid=f"k-{stamp}-{secrets.token_hex(2)}", secret=secret, created=now, sign_from=now + activate_in_s
-    )
+    return RegionKey(kid=_new_kid("k", now), secret=_new_secret(), created=now, sign_from=now + activate_in_s)
+
+
+def hash_metrics_token(token: str) -> str:
+    """What a region compares: 32 random bytes need no slow hash to resist guessing."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_metrics_credential(now: float) -> tuple[str, MetricsCredential]:
+    """(raw secret for the scraper, its record for the key set)."""
+    token = METRICS_PREFIX + _new_secret()
+    return token, MetricsCredential(kid=_new_kid("m", now), sha256=hash_metrics_token(token), created=now)
+
+
+def metrics_token_path(keys_path: Path) -> Path:
+    """Where the raw metrics secret is written: beside the key file (``region-keys.metrics-token``)."""
+    return keys_path.with_suffix(".metrics-token")
 
 
 def read_key_set(path: Path) -> KeySet:
@@ -100,25 +153,56 @@ def read_key_set(path: Path) -> KeySet:
     for key in keys.keys:
         if len(key.secret_bytes) < SECRET_BYTES:
             raise KeySetError(f"region key {key.kid} in {path} is shorter than {SECRET_BYTES} bytes")
+    for cred in keys.metrics:
+        if len(cred.sha256) != 64 or cred.sha256.strip("0123456789abcdef"):
+            raise KeySetError(f"metrics credential {cred.kid} in {path} is not a hex SHA-256")
     return keys
 
 
-def write_key_set(path: Path, keys: KeySet) -> None:
+def _write_private(path: Path, data: bytes) -> None:
     """Atomically, readable by the owner only (the file is a secret)."""
     with atomic_path(path) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(msgspec.json.format(msgspec.json.encode(keys), indent=1))
+            f.write(data)
         os.chmod(tmp, 0o600)
+
+
+def write_key_set(path: Path, keys: KeySet) -> None:
+    _write_private(path, msgspec.json.format(msgspec.json.encode(keys), indent=1))
 
 
 @dataclass(frozen=True)
 class Rotation:
+    """What a rotation of the keys (or of the metrics credentials) did, by id."""
+
     added: str
     retiring: list[str]
-    """Keys that stop being accepted at ``retire_at`` (tokens signed before then stay valid)."""
+    """Those that stop being accepted at ``retire_at`` (tokens signed before then stay valid)."""
     dropped: list[str]
-    """Keys removed from the file: past their ``retire_at``."""
+    """Those removed from the file: past their ``retire_at``."""
+
+
+_Credential = TypeVar("_Credential", RegionKey, MetricsCredential)
+
+
+def _retire(
+    current: list[_Credential], retire_at: float, now: float
+) -> tuple[list[_Credential], list[str], list[str]]:
+    """(kept, retiring, dropped): credentials already retired are dropped; the others retire at
+    ``retire_at`` at the latest."""
+    kept: list[_Credential] = []
+    retiring: list[str] = []
+    dropped: list[str] = []
+    for item in current:
+        if not item.accepted(now):
+            dropped.append(item.kid)
+            continue
+        if item.retire_at is None or item.retire_at > retire_at:
+            item = msgspec.structs.replace(item, retire_at=retire_at)
+            retiring.append(item.kid)
+        kept.append(item)
+    return kept, retiring, dropped
 
 
 def ensure_key_set(path: Path, *, now: float | None = None) -> bool:
@@ -135,20 +219,40 @@ def rotate_key_set(path: Path, *, activate_in_s: float = 0.0, now: float | None 
     now = time.time() if now is None else now
     current = read_key_set(path) if path.exists() else KeySet()
     added = new_key(now, activate_in_s=activate_in_s)
-    retire_at = added.sign_from + MAX_TOKEN_TTL_S + LEEWAY_S
-    kept: list[RegionKey] = []
-    retiring: list[str] = []
-    dropped: list[str] = []
-    for key in current.keys:
-        if not key.accepted(now):
-            dropped.append(key.kid)
-            continue
-        if key.retire_at is None or key.retire_at > retire_at:
-            key = msgspec.structs.replace(key, retire_at=retire_at)
-            retiring.append(key.kid)
-        kept.append(key)
-    write_key_set(path, KeySet(keys=[*kept, added]))
+    kept, retiring, dropped = _retire(current.keys, added.sign_from + MAX_TOKEN_TTL_S + LEEWAY_S, now)
+    write_key_set(path, msgspec.structs.replace(current, keys=[*kept, added]))
     return Rotation(added=added.kid, retiring=retiring, dropped=dropped)
+
+
+def rotate_metrics_credential(
+    path: Path,
+    token_path: Path | None = None,
+    *,
+    overlap_s: float = METRICS_OVERLAP_S,
+    now: float | None = None,
+) -> Rotation:
+    """Add a metrics credential (its hash to the key file, the secret to ``token_path``, 0600); the one
+    it replaces stays accepted for ``overlap_s``; drop those already retired."""
+    now = time.time() if now is None else now
+    current = read_key_set(path)
+    token, added = new_metrics_credential(now)
+    kept, retiring, dropped = _retire(current.metrics, now + overlap_s, now)
+    # Hash first: a crash in between leaves an accepted hash without its secret, never a secret
+    # that no region accepts.
+    write_key_set(path, msgspec.structs.replace(current, metrics=[*kept, added]))
+    _write_private(token_path or metrics_token_path(path), token.encode())
+    return Rotation(added=added.kid, retiring=retiring, dropped=dropped)
+
+
+def ensure_metrics_credential(
+    path: Path, token_path: Path | None = None, *, now: float | None = None
+) -> bool:
+    """Give the key set a metrics credential if it accepts none; True when one was made."""
+    now = time.time() if now is None else now
+    if read_key_set(path).metrics_hashes(now):
+        return False
+    rotate_metrics_credential(path, token_path, now=now)
+    return True
 
 
 class KeyFile:

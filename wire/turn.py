@@ -42,6 +42,8 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     instructions: str = ""
     history: list[Message] = msgspec.field(default_factory=list)
     text: str | None = None
+    """The user's typed words. ``""`` with no audio: no user words at all (a greeting), answered from
+    the instructions and the history."""
     audio_bytes: int = 0
     audio_format: str = "pcm16"
     sample_rate: int = 16_000

@@ -52,7 +52,7 @@ VALID_EVENTS: list[dict[str, Any]] = [
                         "create_response": True, "interrupt_response": True,
                     },
                 },
-                "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "af_heart", "speed": 1.0},
+                "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "marin", "speed": 1.0},
             },
             "truncation": {"type": "retention_ratio", "retention_ratio": 0.5},
         },
@@ -172,7 +172,7 @@ raw_frames = st.one_of(
 HANG_GUARD_S = 30.0
 """Only stops a hung handler from hanging the suite: an answer is due as the handler returns."""
 
-SILENT_OK = frozenset({"input_audio_buffer.append", "response.cancel"})
+SILENT_OK = frozenset({"input_audio_buffer.append", "response.cancel", "response.create"})
 """Events a session may accept without a word (audio that starts no turn; a cancel whose
 ``response.done`` comes from the response)."""
 

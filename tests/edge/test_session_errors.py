@@ -39,19 +39,19 @@ BAD_EVENTS: list[tuple[str, str]] = [
     (_append("A" * 70_000), "event_too_large"),
     (json.dumps({"type": "input_audio_buffer.commit"}), "input_audio_buffer_commit_empty"),
     (json.dumps({"type": "response.cancel"}), "response_cancel_not_active"),
-    (json.dumps({"type": "response.create"}), "no_input"),
+    (json.dumps({"type": "response.create", "response": {"conversation": "conv_1"}}), "invalid_value"),
     (
         _update({"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}),
         "invalid_value",
     ),
-    (_update({"audio": {"output": {"format": {"type": "audio/pcmu"}}}}), "unsupported_audio_format"),
+    (_update({"audio": {"output": {"format": {"type": "audio/g729"}}}}), "invalid_value"),
     (
         json.dumps(
             {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": []}}
         ),
         "invalid_value",
     ),
-    (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "unsupported_event"),
+    (json.dumps({"type": "conversation.item.delete", "item_id": "x"}), "item_delete_invalid_item_id"),
     (
         json.dumps(
             {

@@ -4,8 +4,10 @@ called with the real clients (``wire.client``, httpx, the router's prober).
 
 Covers: a turn without a token, with an expired one, with one signed by an unknown key (HTTP 401
 with a reason at the handshake, never a hang); bare ``/health`` says ready and nothing else;
-``/metrics`` needs a token; key rotation (old and new keys accepted during the overlap, the signer
-switches, the old key retires); TLS verified against the right CA and refused with a wrong one.
+``/metrics`` needs a token or the scraper's metrics credential, which is refused everywhere else;
+key rotation (old and new keys accepted during the overlap, the signer switches, the old key
+retires) and metrics-credential rotation; TLS verified against the right CA and refused with a
+wrong one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import jwt
 import pytest
 import trustme
 import uvicorn
+from click.testing import CliRunner
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -32,10 +35,24 @@ from router.prober import HealthProber
 from router.registry import RegionRecord
 from router.settings import RouterSettings
 from tests.fixtures.common import free_port
+from voicemesh.cli.infra import rotate_key as rotate_key_command
 from wire.client import RegionConnection, run_turn
 from wire.errors import RegionUnavailable
 from wire.region_auth import AUDIENCE, ClientAuth, TokenSigner, TokenVerifier, client_ssl_context
-from wire.region_keys import LEEWAY_S, MAX_TOKEN_TTL_S, KeyFile, ensure_key_set, read_key_set, rotate_key_set
+from wire.region_keys import (
+    LEEWAY_S,
+    MAX_TOKEN_TTL_S,
+    METRICS_OVERLAP_S,
+    KeyFile,
+    KeySetError,
+    ensure_key_set,
+    ensure_metrics_credential,
+    hash_metrics_token,
+    metrics_token_path,
+    read_key_set,
+    rotate_key_set,
+    rotate_metrics_credential,
+)
 from wire.turn import TurnStart
 
 HI = TurnStart(turn_id="t1", text="Hi there")
@@ -185,6 +202,85 @@ async def test_metrics_need_a_token(keys: Path) -> None:
     assert signed.status_code == 200 and "voicemesh_region" in signed.text
 
 
+# -- the metrics credential (a scraper's: no token minting) -------------------------------------
+
+
+@pytest.fixture
+def scraper_token(keys: Path, tmp_path: Path) -> str:
+    """The raw metrics secret, moved out of the region's reach: the region has only the key file."""
+    assert ensure_metrics_credential(keys) and not ensure_metrics_credential(keys)
+    written = metrics_token_path(keys)
+    assert written.stat().st_mode & 0o777 == 0o600
+    token = written.read_text()
+    written.rename(tmp_path / "scraper-only.token")
+    return token
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_the_key_file_holds_the_metrics_hash_never_the_secret(keys: Path, scraper_token: str) -> None:
+    stored = keys.read_text()
+    assert scraper_token.startswith("vmm_") and scraper_token not in stored
+    assert [c.sha256 for c in read_key_set(keys).metrics] == [hash_metrics_token(scraper_token)]
+
+
+async def test_the_metrics_credential_reads_metrics_and_nothing_else(keys: Path, scraper_token: str) -> None:
+    async with serving(keys) as url, httpx.AsyncClient(base_url=url) as http:
+        metrics = await http.get("/metrics", headers=_bearer(scraper_token))
+        full_health = await http.get("/health", headers=_bearer(scraper_token))
+        bare_health = await http.get("/health")
+        posted = await http.post("/metrics", headers=_bearer(scraper_token))
+        wrong = await http.get("/metrics", headers=_bearer("vmm_" + "A" * 43))
+        signed = await http.get("/metrics", headers=_auth(keys).headers())
+        turn_status, turn_body = await _handshake_status(url, _bearer(scraper_token))
+    assert metrics.status_code == 200 and "voicemesh_region" in metrics.text
+    assert full_health.status_code == 401 and "GET /metrics only" in full_health.text
+    assert bare_health.status_code == 200 and bare_health.json() == {"status": "ready"}
+    assert posted.status_code == 401 and "GET /metrics only" in posted.text
+    assert wrong.status_code == 401 and "unknown or retired metrics credential" in wrong.text
+    assert signed.status_code == 200  # an edge's region token still reads /metrics
+    assert turn_status == 401 and "GET /metrics only" in turn_body
+
+
+async def test_metrics_credential_rotation_overlaps_then_retires_the_old(
+    keys: Path, scraper_token: str
+) -> None:
+    rotation = rotate_metrics_credential(keys)
+    new_token = metrics_token_path(keys).read_text()
+    assert new_token != scraper_token
+    async with serving(keys) as url, httpx.AsyncClient(base_url=url) as http:
+        for token in (scraper_token, new_token):  # the overlap: the scraper may still hold the old one
+            assert (await http.get("/metrics", headers=_bearer(token))).status_code == 200
+
+    rotate_key_set(keys)  # rotating the signing keys keeps the metrics credentials
+    assert [c.kid for c in read_key_set(keys).metrics][-1] == rotation.added
+    verifier = TokenVerifier(KeyFile(keys))
+    after = time.time() + METRICS_OVERLAP_S + 1
+    assert (
+        verifier.metrics_refusal(f"Bearer {scraper_token}", now=after)
+        == "unknown or retired metrics credential"
+    )
+    assert verifier.metrics_refusal(f"Bearer {new_token}", now=after) is None
+    dropped = rotate_metrics_credential(keys, now=after)
+    assert dropped.dropped == rotation.retiring and len(read_key_set(keys).metrics) == 2
+
+
+def test_rotate_key_metrics_writes_the_secret_privately_and_never_prints_it(tmp_path: Path) -> None:
+    keys, token_file = tmp_path / "keys.json", tmp_path / "scraper" / "token"
+    token_file.parent.mkdir()
+    ensure_key_set(keys)
+    result = CliRunner().invoke(
+        rotate_key_command, ["--keys", str(keys), "--metrics", "--metrics-token", str(token_file)]
+    )
+    assert result.exit_code == 0, result.output
+    token = token_file.read_text()
+    assert token.startswith("vmm_") and token not in result.output and token not in keys.read_text()
+    assert token_file.stat().st_mode & 0o777 == 0o600 and keys.stat().st_mode & 0o777 == 0o600
+    assert TokenVerifier(KeyFile(keys)).metrics_refusal(f"Bearer {token}") is None
+
+
 async def test_the_routers_prober_reads_the_full_health_with_its_token(keys: Path) -> None:
     async with serving(keys) as url:
         settings = RouterSettings(region_keys_path=str(keys), probe_interval_s=0)
@@ -255,6 +351,14 @@ def test_the_key_file_is_private_and_secrets_never_print(keys: Path) -> None:
     assert keys.stat().st_mode & 0o777 == 0o600
     key = read_key_set(keys).keys[0]
     assert key.secret not in repr(key) and key.secret not in repr(read_key_set(keys))
+
+
+def test_a_metrics_entry_that_is_not_a_sha256_makes_the_key_file_invalid(keys: Path) -> None:
+    stored = json.loads(keys.read_text())
+    stored["metrics"] = [{"kid": "m-1", "sha256": "vmm_raw-secret-pasted-here", "created": 0.0}]
+    keys.write_text(json.dumps(stored))
+    with pytest.raises(KeySetError, match="not a hex SHA-256"):
+        read_key_set(keys)
 
 
 def test_a_broken_key_file_keeps_the_last_good_set(keys: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from edge.settings import EdgeSettings
+from edge.settings import ContentLimits, EdgeSettings, LimitSettings
 from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
@@ -38,6 +38,8 @@ def edge_settings(
         host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
         jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
         vad_model=vad_model or p.edge.vad_model, piper_model=p.edge.piper_model, store_url=store_url,
+        voices=p.voices,
+        limits=LimitSettings(content=ContentLimits(context_tokens=p.context_tokens)),
     )  # fmt: skip
 
 

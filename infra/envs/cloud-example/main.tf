@@ -131,31 +131,35 @@ resource "helm_release" "keda_us_east" {
 }
 
 module "region_eu_west" {
-  source              = "../../modules/region-k8s"
-  providers           = { kubernetes = kubernetes.eu_west }
-  region_id           = "eu-west"
-  image               = var.image
-  location            = var.regions["eu-west"].location
-  residency           = var.regions["eu-west"].residency
-  prometheus_url      = local.prometheus_url
-  service_annotations = local.internal_lb
-  region_keys_secret  = var.region_keys_secret
-  edge_cidrs          = var.edge_cidrs
-  depends_on          = [helm_release.keda_eu_west, google_container_node_pool.gpu]
+  source               = "../../modules/region-k8s"
+  providers            = { kubernetes = kubernetes.eu_west }
+  region_id            = "eu-west"
+  image                = var.image
+  location             = var.regions["eu-west"].location
+  residency            = var.regions["eu-west"].residency
+  prometheus_url       = local.prometheus_url
+  service_annotations  = local.internal_lb
+  region_keys_secret   = var.region_keys_secret
+  metrics_token_secret = var.region_metrics_secret
+  pod_monitor          = var.region_pod_monitor
+  edge_cidrs           = var.edge_cidrs
+  depends_on           = [helm_release.keda_eu_west, google_container_node_pool.gpu]
 }
 
 module "region_us_east" {
-  source              = "../../modules/region-k8s"
-  providers           = { kubernetes = kubernetes.us_east }
-  region_id           = "us-east"
-  image               = var.image
-  location            = var.regions["us-east"].location
-  residency           = var.regions["us-east"].residency
-  prometheus_url      = local.prometheus_url
-  service_annotations = local.internal_lb
-  region_keys_secret  = var.region_keys_secret
-  edge_cidrs          = var.edge_cidrs
-  depends_on          = [helm_release.keda_us_east, google_container_node_pool.gpu]
+  source               = "../../modules/region-k8s"
+  providers            = { kubernetes = kubernetes.us_east }
+  region_id            = "us-east"
+  image                = var.image
+  location             = var.regions["us-east"].location
+  residency            = var.regions["us-east"].residency
+  prometheus_url       = local.prometheus_url
+  service_annotations  = local.internal_lb
+  region_keys_secret   = var.region_keys_secret
+  metrics_token_secret = var.region_metrics_secret
+  pod_monitor          = var.region_pod_monitor
+  edge_cidrs           = var.edge_cidrs
+  depends_on           = [helm_release.keda_us_east, google_container_node_pool.gpu]
 }
 
 module "edge_eu_west" {

@@ -38,6 +38,18 @@ variable "region_keys_secret" {
   default     = "voicemesh-region-keys"
 }
 
+variable "region_metrics_secret" {
+  description = "Secret (in each cluster's voicemesh namespace) with the scraper's metrics credential under the key token, created out of band from `voicemesh infra rotate-key --metrics --keys FILE` (FILE.metrics-token); regions accept it on GET /metrics only."
+  type        = string
+  default     = "voicemesh-region-metrics"
+}
+
+variable "region_pod_monitor" {
+  description = "Scrape regions with a prometheus-operator PodMonitor carrying the metrics credential; false: a Prometheus job of your own with it (modules/region-k8s/main.tf shows one)."
+  type        = bool
+  default     = false
+}
+
 variable "edge_cidrs" {
   description = "Pod ranges of the edges in the other clusters, allowed through each region's NetworkPolicy."
   type        = list(string)

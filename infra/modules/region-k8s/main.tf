@@ -7,6 +7,22 @@
 #   --keys <state>/region-keys.json -> the Secret var.region_keys_secret, mounted read-only
 #   loopback only                   -> a NetworkPolicy: edge pods (and the metrics scraper) only
 # Probes call /health without a token: it answers ready/not-ready (200/503) and nothing else.
+# The scraper cannot mint region tokens: it presents the metrics credential, a long-lived bearer
+# secret that regions accept on GET /metrics only and know only by its SHA-256 (in the key set).
+# `voicemesh infra rotate-key --metrics --keys FILE` writes it to FILE.metrics-token; upload the
+# key set first, then the secret (on a rotation, pipe `--dry-run=client -o yaml` to `kubectl apply -f -`):
+#   kubectl -n NAMESPACE create secret generic voicemesh-region-metrics --from-file=token=FILE.metrics-token
+# With prometheus-operator, set pod_monitor = true (a PodMonitor reading that Secret). With a plain
+# Prometheus, mount the Secret into it and give the regions a job of their own (the credential
+# must not go to other pods):
+#   - job_name: voicemesh-regions
+#     kubernetes_sd_configs: [{ role: pod }]
+#     relabel_configs:
+#       - { source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], regex: voicemesh-region, action: keep }
+#       - { source_labels: [__meta_kubernetes_pod_container_port_name], regex: http, action: keep }
+#       - { source_labels: [__meta_kubernetes_namespace], target_label: namespace }  # KEDA's query
+#       - { source_labels: [__meta_kubernetes_pod_name], target_label: pod }         # needs both
+#     authorization: { type: Bearer, credentials_file: /etc/prometheus/secrets/voicemesh-region-metrics/token }
 # Scaling follows the region's own queue (KEDA on Prometheus), never CPU: a GPU pod is busy
 # long before its CPU is.
 
@@ -24,6 +40,13 @@ locals {
     ["--keys", "/etc/voicemesh/region-keys/region-keys.json"],
     local.tls ? ["--tls-cert", "/etc/voicemesh/tls/tls.crt", "--tls-key", "/etc/voicemesh/tls/tls.key"] : [],
   )
+  # The name the region's certificate carries, when a scraper checks it on a pod address.
+  service_host = "${local.name}.${var.namespace}.svc.cluster.local"
+  scrape_annotations = {
+    "prometheus.io/scrape" = "true"
+    "prometheus.io/port"   = "9001"
+    "prometheus.io/path"   = "/metrics"
+  }
   gpu_toleration = {
     key      = var.gpu_taint_key
     operator = "Exists"
@@ -112,11 +135,8 @@ resource "kubernetes_deployment_v1" "region" {
     template {
       metadata {
         labels = local.labels
-        annotations = {
-          "prometheus.io/scrape" = "true"
-          "prometheus.io/port"   = "9001"
-          "prometheus.io/path"   = "/metrics"
-        }
+        # With a PodMonitor, no annotations: an annotation job would scrape without the credential.
+        annotations = var.pod_monitor ? {} : local.scrape_annotations
       }
       spec {
         node_selector                    = var.gpu_node_selector
@@ -373,6 +393,42 @@ resource "kubernetes_manifest" "scaler" {
           activationThreshold = "0"
         }
       }]
+    }
+  }
+}
+
+# prometheus-operator's scrape of the region pods, with the metrics credential from a Secret in this
+# namespace (never a region token: it reads GET /metrics and nothing else). With TLS, the region's
+# certificate is checked against ca.crt of var.tls_secret, for the Service's name.
+resource "kubernetes_manifest" "pod_monitor" {
+  count = var.pod_monitor ? 1 : 0
+  manifest = {
+    apiVersion = "monitoring.coreos.com/v1"
+    kind       = "PodMonitor"
+    metadata = {
+      name      = local.name
+      namespace = var.namespace
+      labels    = local.labels
+    }
+    spec = {
+      selector = { matchLabels = local.labels }
+      podMetricsEndpoints = [merge(
+        {
+          port   = "http"
+          path   = "/metrics"
+          scheme = local.url_scheme
+          authorization = {
+            type        = "Bearer"
+            credentials = { name = var.metrics_token_secret, key = "token" }
+          }
+        },
+        { for k, v in {
+          tlsConfig = {
+            ca         = { secret = { name = var.tls_secret, key = "ca.crt" } }
+            serverName = local.service_host
+          }
+        } : k => v if local.tls },
+      )]
     }
   }
 }

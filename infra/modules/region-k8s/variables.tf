@@ -123,3 +123,15 @@ variable "metrics_namespace_labels" {
   type        = map(string)
   default     = { "kubernetes.io/metadata.name" = "monitoring" }
 }
+
+variable "metrics_token_secret" {
+  description = "Existing Secret in var.namespace holding the scraper's metrics credential under the key token (the raw secret from `voicemesh infra rotate-key --metrics --keys FILE`, written to FILE.metrics-token; regions know only its hash, from the key set). Read by the PodMonitor (pod_monitor = true)."
+  type        = string
+  default     = "voicemesh-region-metrics"
+}
+
+variable "pod_monitor" {
+  description = "Create a prometheus-operator PodMonitor that scrapes the region pods with the metrics credential (instead of prometheus.io annotations, which a plain Prometheus reads: give it a job of its own with that credential, see main.tf)."
+  type        = bool
+  default     = false
+}
