@@ -13,6 +13,8 @@ One session (``edge.session``: reads and dispatches client events):
 * ``edge.conversation``: items, the ``previous_item_id`` chain, the history (its only writer)
 * ``edge.response_lifecycle``: starts, cancels and finishes the session's one ``edge.response``, with
   what ``response.create`` asked for (``edge.response_params``)
+* ``edge.transcription``: input audio transcription (``.delta``/``.completed``/``.failed``), from a
+  response's region or from a transcribe-only turn of its own
 
 One response (``edge.response``): ``edge.relay`` interprets the router's events, ``edge.playback``
 paces the audio like playback, ``edge.response_frames`` frames the Realtime events, and

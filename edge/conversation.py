@@ -45,6 +45,8 @@ class UserTurn:
     """16 kHz PCM16 of that item."""
     text: str | None = None
     """The user's message, when the turn is text only."""
+    transcript: str | None = None
+    """The audio's transcript, when input transcription already made it (the region skips STT)."""
 
 
 @dataclass(eq=False)
@@ -96,6 +98,11 @@ class Conversation:
         """The newest item: the ``previous_item_id`` of the next one."""
         return self._items[-1].id if self._items else None
 
+    @property
+    def pending_audio(self) -> tuple[str, bytes] | None:
+        """The committed user audio no response has taken yet: ``(item id, 16 kHz PCM16)``."""
+        return self._pending_audio
+
     def find(self, item_id: str) -> Item | None:
         return next((item for item in self._items if item.id == item_id), None)
 
@@ -146,12 +153,17 @@ class Conversation:
                 "nothing to respond to: commit audio or create a user message first", code="no_input"
             )
         # With audio, every message goes before it; without, the last message is the turn's text.
-        reply_to = None if audio else pending[-1]
-        text = None if reply_to is None else reply_to.text
+        text = transcript = None
+        if audio_item is not None:
+            reply_to = self.find(audio_item)
+            transcript = reply_to.text if reply_to is not None else None
+        else:
+            reply_to = pending[-1]
+            text = reply_to.text
         state = self._state
         history = fit_history(
             self._messages(exclude=reply_to)[-self._max_history :],
-            fixed=(state.instructions, text or ""),
+            fixed=(state.instructions, text or transcript or ""),
             max_output_tokens=state.max_output_tokens,
             limits=self._limits,
         )
@@ -159,23 +171,21 @@ class Conversation:
         for item in self._items:
             item.pending = False
         self._changed()
-        return UserTurn(history=history, audio_item_id=audio_item, audio=audio, text=text)
-
-    async def transcribed(self, turn: UserTurn, transcript: str) -> None:
-        """The region heard the turn's audio: its item gets the transcript."""
-        item = self.find(turn.audio_item_id) if turn.audio_item_id else None
-        if item is not None:
-            item.text = transcript
-            self._changed()
-        await self._send(
-            server_event(
-                "conversation.item.input_audio_transcription.completed",
-                item_id=turn.audio_item_id,
-                content_index=0,
-                transcript=transcript,
-                usage={"type": "duration", "seconds": round(len(turn.audio) / 32000, 3)},
-            )
+        return UserTurn(
+            history=history, audio_item_id=audio_item, audio=audio, text=text, transcript=transcript
         )
+
+    def transcribed(self, item_id: str, transcript: str) -> bool:
+        """A region heard the audio of ``item_id``: the item gets its transcript. ``False`` when it
+        already had one (its transcription events went out then)."""
+        item = self.find(item_id)
+        if item is None:
+            return True  # deleted meanwhile: the client still learns what it said
+        if item.text is not None:
+            return False
+        item.text = transcript
+        self._changed()
+        return True
 
     def open_answer(self, item_id: str, audio: AudioTimeline | None) -> None:
         """A response's assistant item joins the conversation after ``last_item_id`` (in progress,

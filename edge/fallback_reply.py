@@ -1,5 +1,6 @@
 """A degraded turn, answered by the edge's own voice: the reply text a region produced but never
-voiced, or else the hold message; ``response.metadata`` says the edge served it and why.
+voiced, or else the hold message; ``response.metadata`` says the edge served it and why. A text-only
+response gets the same words as text, and no synthesis.
 
 When the user already heard the region's answer up to a clause end and nothing is left unvoiced
 (the region died after its last audio), the edge says nothing: an apology would follow an answer
@@ -26,12 +27,13 @@ class FallbackReply:
         ev: Degraded,
         metadata: dict[str, str],
         say: Callable[[str], Awaitable[None]],
-        play: Callable[[Clause], None],
+        play: Callable[[Clause], None] | None,
         *,
         voiced: bool = False,
     ) -> None:
-        """``say`` adds what is spoken to the transcript; ``play`` queues each spoken sentence.
-        ``voiced``: region audio of this response was already played."""
+        """``say`` adds what is spoken to the transcript; ``play`` queues each spoken sentence
+        (``None``: a text-only response, nothing spoken). ``voiced``: region output of this response
+        already reached the client."""
         text = ev.unvoiced_text.strip()
         if not text and voiced:
             return
@@ -39,5 +41,7 @@ class FallbackReply:
         metadata.pop("voicemesh_region", None)
         text = text or self.hold_message
         await say(text)
+        if play is None:
+            return
         async for sentence, pcm in self.voice.speak(text):
             play(Clause(sentence, pcm))

@@ -3,7 +3,9 @@ clauses for the player, vendor events on routing/queueing/failover, and ``respon
 
 The transcript is what the user hears: a region's text is held back until the audio of its clause
 arrives (``HeldText``), so when a region dies mid-answer its unheard text is dropped and the
-transcript goes on with what the next region (or the edge's own voice) says.
+transcript goes on with what the next region (or the edge's own voice) says. A text-only response
+(``frames.output_audio`` false) has no audio to wait for: each delta goes out as it comes, and a
+failover continues after what was shown.
 
 The router has classified every failure already, and the relay acts on its typed outcome:
 ``ClientRefused`` is answered with an ``error`` event (the response then fails), ``Degraded`` by the
@@ -63,7 +65,7 @@ class RouterRelay:
     """Set when the request was refused as the client's error: the response fails."""
     held: HeldText = field(default_factory=HeldText)
     voiced: bool = False
-    """Some region audio of this response reached the player."""
+    """Some region audio of this response reached the player (text, for a text-only response)."""
 
     async def run(self) -> None:
         """Relay until the router's stream ends; then tell the player no more audio is coming."""
@@ -86,7 +88,12 @@ class RouterRelay:
             await self._say(self.held.voiced(ev.clause.text))
             self.player.put(Clause(ev.clause.text, ev.pcm, received))
         elif isinstance(ev, TextDelta):
-            self.held.add(ev.delta)
+            if self.frames.output_audio:
+                self.held.add(ev.delta)
+            else:  # shown as it comes: the router counts it as heard
+                self.voiced = True
+                self.text.append(ev.delta)
+                await self.frames.text_delta(ev.delta)
         elif isinstance(ev, Transcript):
             await self._transcribed(ev.text)
         elif isinstance(ev, Routed):
@@ -127,7 +134,7 @@ class RouterRelay:
         if self.text and not self.text[-1][-1:].isspace() and not text[:1].isspace():
             text = " " + text
         self.text.append(text)
-        await self.frames.content("response.output_audio_transcript.delta", delta=text)
+        await self.frames.text_delta(text)
 
     async def _transcribed(self, text: str) -> None:
         if self.transcript is not None or self.on_transcript is None:  # typed turns have none
@@ -139,7 +146,13 @@ class RouterRelay:
         if ev.transcript:
             await self._transcribed(ev.transcript)
         self.held.take()  # ``ev.unvoiced_text`` is the same text, now spoken by the edge
-        await self.fallback.speak(ev, self.frames.metadata, self._say, self.player.put, voiced=self.voiced)
+        await self.fallback.speak(
+            ev,
+            self.frames.metadata,
+            self._say,
+            self.player.put if self.frames.output_audio else None,
+            voiced=self.voiced,
+        )
 
     async def _refuse(self, ev: ClientRefused) -> None:
         self.refused = ev

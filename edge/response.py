@@ -2,7 +2,8 @@
 the audio are done, or ``cancel()`` stops both at once (barge-in or ``response.cancel``).
 
 Cancelling closes the router stream, which cancels the region's turn. The response's text for
-history is what was heard: everything when it completed, the fully sent clauses otherwise.
+history is what was heard: everything when it completed (or was text only), the fully sent clauses
+otherwise.
 
 Every response ends with ``response.done``: ``completed``, ``cancelled``, or ``failed`` with its
 ``status_details.error`` (the client's error when the request was refused, ``server_error`` when
@@ -73,6 +74,7 @@ class Response:
             self.frames.client_metadata = params.metadata
             self.frames.in_conversation = not params.out_of_band
             self.frames.max_output_tokens = params.max_output_tokens
+            self.frames.output_audio = params.output_audio
         self.player = Player(self.frames, self.lead_s, self.relay_times, FORMATS[self.output_format])
         fallback = FallbackReply(self.fallback, self.hold_message)
         self.relay = RouterRelay(self.events, self.frames, self.player, fallback, self.on_transcript)
@@ -111,7 +113,9 @@ class Response:
             status = "failed"
             error = {"type": "invalid_request_error", "code": refused.code, "message": refused.message}
         full_text = "".join(self.relay.text).strip()
-        heard_text = full_text if status == "completed" else " ".join(self.player.heard)
+        # Text-only: the client has every delta sent. Audio: only the clauses played out.
+        whole = status == "completed" or not self.frames.output_audio
+        heard_text = full_text if whole else " ".join(self.player.heard)
         usage = estimated_usage([*self.prompt, self.relay.transcript or ""], full_text)
         await self.frames.finished(status, heard_text, self._cancel_reason, error, usage)
         return ResponseResult(

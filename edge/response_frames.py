@@ -1,5 +1,8 @@
 """The Realtime events of one assistant response: its ``response`` and ``item`` objects, the events
-that open and close it, and the fields every audio/content event carries."""
+that open and close it, and the fields every audio/content event carries.
+
+A response has one content part: ``audio`` (``output_audio`` in its item: audio deltas and their
+transcript) or, for ``output_modalities: ["text"]``, ``text`` (``output_text``: text deltas only)."""
 
 from __future__ import annotations
 
@@ -31,9 +34,11 @@ class ResponseFrames:
     output_format: dict[str, Any] = field(default_factory=lambda: {"type": "audio/pcm", "rate": 24000})
     """The session's ``audio.output.format``, as the response object shows it."""
     max_output_tokens: int | Literal["inf"] | None = None
+    output_audio: bool = True
+    """``False``: a text-only response (``response.output_text.*``, a ``text`` part)."""
 
     async def content(self, type_: str, **fields: Any) -> None:
-        """A ``response.output_audio*`` / ``response.content_part.*`` event of the response's one part."""
+        """A ``response.output_audio*`` / ``output_text*`` / ``content_part.*`` event of its one part."""
         ids = {"response_id": self.id, "item_id": self.item_id, "output_index": 0, "content_index": 0}
         await self.send(server_event(type_, **ids, **fields))
 
@@ -51,7 +56,12 @@ class ResponseFrames:
             await self.send(
                 server_event("conversation.item.added", item=item, previous_item_id=self.user_item_id)
             )
-        await self.content("response.content_part.added", part={"type": "audio", "transcript": ""})
+        await self.content("response.content_part.added", part=self._part(""))
+
+    async def text_delta(self, delta: str) -> None:
+        """Some of the reply's text: the transcript of audio to come, or a text-only response's text."""
+        kind = "response.output_audio_transcript.delta" if self.output_audio else "response.output_text.delta"
+        await self.content(kind, delta=delta)
 
     async def finished(
         self,
@@ -64,9 +74,12 @@ class ResponseFrames:
         """Close the response; ``error`` (``type``, ``code``, ``message``) says why a failed one failed,
         ``usage`` (``estimated_usage()``) what it cost."""
         item = self._item("completed" if status == "completed" else "incomplete", transcript)
-        await self.content("response.output_audio.done")
-        await self.content("response.output_audio_transcript.done", transcript=transcript)
-        await self.content("response.content_part.done", part={"type": "audio", "transcript": transcript})
+        if self.output_audio:
+            await self.content("response.output_audio.done")
+            await self.content("response.output_audio_transcript.done", transcript=transcript)
+        else:
+            await self.content("response.output_text.done", text=transcript)
+        await self.content("response.content_part.done", part=self._part(transcript))
         await self.send(
             server_event("response.output_item.done", response_id=self.id, output_index=0, item=item)
         )
@@ -84,8 +97,15 @@ class ResponseFrames:
             response["usage"] = usage
         await self.send(server_event("response.done", response=response))
 
+    def _part(self, text: str) -> dict[str, str]:
+        return {"type": "audio", "transcript": text} if self.output_audio else {"type": "text", "text": text}
+
     def _item(self, status: str, transcript: str | None) -> dict[str, Any]:
-        content = [] if transcript is None else [{"type": "output_audio", "transcript": transcript}]
+        content: list[dict[str, str]] = []
+        if transcript is not None and self.output_audio:
+            content = [{"type": "output_audio", "transcript": transcript}]
+        elif transcript is not None:
+            content = [{"type": "output_text", "text": transcript}]
         return {
             "id": self.item_id,
             "object": "realtime.item",
@@ -106,7 +126,7 @@ class ResponseFrames:
             "output": output,
             "conversation_id": "conv_default" if self.in_conversation else None,
             "max_output_tokens": self.max_output_tokens,
-            "output_modalities": ["audio"],
+            "output_modalities": ["audio"] if self.output_audio else ["text"],
             "audio": {"output": {"format": self.output_format, "voice": self.voice or None}},
             "metadata": {**self.client_metadata, **self.metadata} or None,
         }

@@ -1,6 +1,8 @@
 """One session's response slot: start a response on the conversation's pending input (or on what
 ``response.create`` asked for: ``edge/response_params.py``), cancel it, and when it ends put what was
-heard into the conversation (unless it was out of band) and save the session.
+heard into the conversation (unless it was out of band) and save the session. A response that
+answered user audio but ended without its transcript hands that audio to the session's input
+transcription (``edge/transcription.py``).
 
 A session has at most one response at a time; its task is this session's only background work.
 """
@@ -18,6 +20,7 @@ from edge.response import CancelReason, Response
 from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
 from edge.state import SessionState
+from edge.transcription import InputTranscription
 from router.api import SessionRouting
 from wire.errors import BadEvent
 from wire.turn import TurnStart
@@ -25,12 +28,18 @@ from wire.turn import TurnStart
 
 class ResponseLifecycle:
     def __init__(
-        self, services: EdgeServices, state: SessionState, conversation: Conversation, send: Send
+        self,
+        services: EdgeServices,
+        state: SessionState,
+        conversation: Conversation,
+        send: Send,
+        transcription: InputTranscription,
     ) -> None:
         self._services = services
         self._state = state
         self._conversation = conversation
         self._send = send
+        self._transcription = transcription
         self.response: Response | None = None
         self.last_response_id: str | None = None
         self._task: asyncio.Task[None] | None = None
@@ -46,17 +55,21 @@ class ResponseLifecycle:
         params = params or response_params(None, state, services.settings)
         turn = answer_input(params, self._conversation, state)
         turn, max_output_tokens = fit_turn(turn, params, services.settings.limits.content)
+        if turn.audio_item_id is not None:
+            self._transcription.taken(turn.audio_item_id)  # this response transcribes it
         start = TurnStart(
             turn_id=new_id("turn"),
             voice=params.region_voice,
             instructions=params.instructions,
             history=turn.history,
             text=turn.text,
-            transcript=None,
+            transcript=turn.transcript,  # known from input transcription: no second STT
             max_output_tokens=max_output_tokens,
             temperature=state.temperature,
+            output_audio=params.output_audio,
         )
-        events = services.router.run_turn(SessionRouting(session_id=state.id), start, turn.audio or None)
+        audio = None if turn.transcript is not None else turn.audio or None
+        events = services.router.run_turn(SessionRouting(session_id=state.id), start, audio)
         response = Response(
             send=self._send,
             events=events,
@@ -72,10 +85,11 @@ class ResponseLifecycle:
             prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
         )
         if not params.out_of_band:
-            self._conversation.open_answer(response.frames.item_id, response.player.timeline)
+            timeline = response.player.timeline if params.output_audio else None  # None: text only
+            self._conversation.open_answer(response.frames.item_id, timeline)
         self.response = response
         self.last_response_id = response.id
-        self._task = asyncio.create_task(self._run(response), name=response.id)
+        self._task = asyncio.create_task(self._run(response, turn), name=response.id)
 
     def cancel(self, reason: CancelReason) -> bool:
         """Stop the response in progress; ``False`` when there is none (or it is already stopping)."""
@@ -115,11 +129,12 @@ class ResponseLifecycle:
                 await self._task
 
     def _transcript_writer(self, turn: UserTurn) -> Callable[[str], Awaitable[None]] | None:
-        if turn.audio_item_id is None:
+        item_id = turn.audio_item_id
+        if item_id is None:
             return None
-        return lambda transcript: self._conversation.transcribed(turn, transcript)
+        return lambda transcript: self._transcription.heard(item_id, transcript, len(turn.audio))
 
-    async def _run(self, response: Response) -> None:
+    async def _run(self, response: Response, turn: UserTurn) -> None:
         try:
             result = await response.run()
             if response.params is None or not response.params.out_of_band:
@@ -130,5 +145,12 @@ class ResponseLifecycle:
             # ``response.create`` as soon as it reads it.
             if self.response is response:
                 self.response = None
-        RESPONSES.labels(result.status, result.metadata.get("served_by", "region")).inc()
+        served_by = result.metadata.get("served_by", "region")
+        RESPONSES.labels(result.status, served_by).inc()
+        if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
+            if served_by == "edge":
+                reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
+                await self._transcription.degraded(turn.audio_item_id, reason)
+            else:
+                await self._transcription.request(turn.audio_item_id, turn.audio)
         await self._services.sessions.save(self._state)

@@ -28,6 +28,7 @@ from openai.types.realtime.realtime_response_create_params import RealtimeRespon
 
 from edge.conversation import Conversation, UserTurn
 from edge.limits import InvalidParam, check_range, check_text, estimate_tokens, fit_history
+from edge.session_update import output_modalities, speaks
 from edge.settings import ContentLimits, EdgeSettings
 from edge.state import SessionState
 from wire.errors import BadEvent
@@ -53,6 +54,8 @@ class ResponseParams:
     """``conversation: "none"``: the response is not added to the conversation."""
     input: list[Message] | None = None
     """``input`` items: the response answers these instead of the conversation."""
+    output_audio: bool = True
+    """``output_modalities`` ``["audio"]``; ``False`` for ``["text"]``: text only, nothing synthesised."""
 
 
 def response_params(
@@ -72,6 +75,7 @@ def response_params(
         voice=voice,
         region_voice=settings.voices.region_voice(voice, param=param),
         max_output_tokens=state.max_output_tokens,
+        output_audio=speaks(state.output_modalities),
     )
     if params is None:
         return base
@@ -90,6 +94,9 @@ def response_params(
             f"conversation {conversation!r} is not served here: use 'auto' or 'none'",
             param="response.conversation",
         )
+    output_audio = base.output_audio
+    if params.output_modalities is not None:
+        output_audio = speaks(output_modalities(params.output_modalities, "response.output_modalities"))
     items = None
     if params.input is not None:
         items = input_messages(params.input, limits, settings.limits.max_history_messages)
@@ -100,6 +107,7 @@ def response_params(
         metadata=check_metadata(params.metadata),
         out_of_band=conversation == "none",
         input=items,
+        output_audio=output_audio,
     )
 
 

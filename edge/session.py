@@ -42,6 +42,7 @@ from edge.response_params import response_params
 from edge.services import EdgeServices
 from edge.session_update import session_changes, session_object
 from edge.state import SessionState
+from edge.transcription import InputTranscription
 from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
 
@@ -58,7 +59,8 @@ class RealtimeSession:
         self.conversation = Conversation(
             state, send, max_history=limits.max_history_messages, limits=limits.content
         )
-        self.responses = ResponseLifecycle(services, state, self.conversation, send)
+        self.transcription = InputTranscription(services, state, self.conversation, send)
+        self.responses = ResponseLifecycle(services, state, self.conversation, send, self.transcription)
         self.turns = InputTurns(
             services.vad.stream(),
             state.turn_detection,
@@ -75,6 +77,7 @@ class RealtimeSession:
 
     async def close(self) -> None:
         await self.responses.close()
+        await self.transcription.close()
 
     async def handle(self, raw: str | bytes) -> None:
         """One client frame. Never raises for bad input: it answers with an ``error`` event."""
@@ -113,6 +116,7 @@ class RealtimeSession:
             await self._update(event)
         elif isinstance(event, InputAudioBufferCommitEvent):
             await self.turns.commit()
+            await self._transcribe_pending()  # a later response.create may still take the audio
         elif isinstance(event, InputAudioBufferClearEvent):
             await self.turns.clear()
         elif isinstance(event, ConversationItemCreateEvent):
@@ -167,5 +171,16 @@ class RealtimeSession:
 
     async def _turn_ended(self) -> None:
         td = self.state.turn_detection
-        if td is not None and td.create_response:
+        if td is None or not td.create_response:
+            await self._transcribe_pending()
+            return
+        try:
             self.responses.start()
+        except ProtocolError:
+            await self._transcribe_pending()  # no response takes the audio now: still transcribe it
+            raise
+
+    async def _transcribe_pending(self) -> None:
+        """Input transcription (when on) of the committed audio no response has taken."""
+        if (pending := self.conversation.pending_audio) is not None:
+            await self.transcription.request(*pending)

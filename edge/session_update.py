@@ -9,6 +9,7 @@ Every field is checked (``edge/limits.py`` bounds) before any is applied; the fi
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -20,7 +21,7 @@ from edge.audio_formats import FORMATS
 from edge.events import new_id
 from edge.limits import InvalidParam, check_range, check_text, check_turn_detection, output_tokens
 from edge.settings import ContentLimits, EdgeSettings, VadSettings
-from edge.state import SessionState, TurnDetection
+from edge.state import InputTranscription, SessionState, TurnDetection
 from wire.errors import BadEvent
 
 T = TypeVar("T")
@@ -65,6 +66,9 @@ def session_object(state: SessionState) -> dict[str, Any]:
                 "turn_detection": None
                 if td is None
                 else {"type": "server_vad", **msgspec.structs.asdict(td)},
+                "transcription": None
+                if state.transcription is None
+                else {k: v for k, v in msgspec.structs.asdict(state.transcription).items() if v is not None},
             },
             "output": {"format": FORMATS[state.output_audio_format].describe(), "voice": state.voice or None},
         },
@@ -85,7 +89,7 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
         check_text(s.instructions, "session.instructions", limits.max_instructions_chars)
         changes["instructions"] = s.instructions
     if s.output_modalities is not None:
-        changes["output_modalities"] = list(s.output_modalities)
+        changes["output_modalities"] = output_modalities(s.output_modalities, "session.output_modalities")
     if s.max_output_tokens is not None:
         changes["max_output_tokens"] = output_tokens(s.max_output_tokens, limits)
     audio = s.audio
@@ -103,11 +107,43 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
     if audio is not None and audio.input is not None:
         if (fmt := _audio_format(audio.input.format, "session.audio.input.format")) is not None:
             changes["input_audio_format"] = fmt
+        if "transcription" in audio.input.model_fields_set:
+            changes["transcription"] = input_transcription(audio.input.transcription, limits)
         if "turn_detection" in audio.input.model_fields_set:
             changes["turn_detection"] = turn_detection(
                 audio.input.turn_detection, state.turn_detection, settings.vad, limits
             )
     return changes
+
+
+def output_modalities(modalities: Sequence[str], param: str) -> list[str]:
+    """``["audio"]`` (audio and its transcript) or ``["text"]`` (text only, no synthesis). Both at
+    once is answered as audio, which carries its text too (clients such as LiveKit's default ask
+    for both)."""
+    if not modalities:
+        raise InvalidParam(f"{param} is empty: use ['audio'] or ['text']", param=param)
+    return ["audio"] if "audio" in modalities else ["text"]
+
+
+def speaks(modalities: list[str]) -> bool:
+    """Whether responses with these output modalities are spoken (else text only)."""
+    return "audio" in modalities
+
+
+def input_transcription(t: Any, limits: ContentLimits) -> InputTranscription | None:
+    """``audio.input.transcription`` (``None``: off). Any model name is accepted and echoed: the
+    regions' own STT transcribes."""
+    if t is None:
+        return None
+    param = "session.audio.input.transcription"
+    for name, value, limit in (
+        ("model", t.model, limits.max_voice_chars),
+        ("language", t.language, limits.max_voice_chars),
+        ("prompt", t.prompt, limits.max_instructions_chars),
+    ):
+        if value is not None:
+            check_text(value, f"{param}.{name}", limit)
+    return InputTranscription(model=t.model, language=t.language, prompt=t.prompt)
 
 
 def _audio_format(fmt: Any, param: str) -> str | None:

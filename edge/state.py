@@ -24,6 +24,15 @@ class TurnDetection(msgspec.Struct, kw_only=True):
     interrupt_response: bool = True
 
 
+class InputTranscription(msgspec.Struct, kw_only=True):
+    """``session.audio.input.transcription``: every committed user audio turn gets its transcript.
+    The model name is the client's (echoed); the region's own STT does the work."""
+
+    model: str | None = None
+    language: str | None = None
+    prompt: str | None = None
+
+
 class SessionState(msgspec.Struct, kw_only=True):
     id: str
     key_id: str
@@ -36,6 +45,7 @@ class SessionState(msgspec.Struct, kw_only=True):
     input_audio_format: str = "audio/pcm"
     """``session.audio.input.format.type`` (``edge/audio_formats.py``); likewise for output."""
     output_audio_format: str = "audio/pcm"
+    transcription: InputTranscription | None = None
     temperature: float = 0.7
     history: list[Message] = msgspec.field(default_factory=list)
     created_at: float = 0.0

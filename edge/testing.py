@@ -34,7 +34,7 @@ from router.api import Routed, RoutedEvent, SessionRouting, TurnRouter
 from wire.audio import CLIENT_RATE, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.text import split_sentences
-from wire.turn import AudioClause, TextDelta, TurnDone, TurnStart
+from wire.turn import AudioClause, TextDelta, Transcript, TurnDone, TurnStart
 
 # -- stand-ins ---------------------------------------------------------------------------------------
 
@@ -56,11 +56,14 @@ class Hold:
     edge closes the stream, as a barge-in does)."""
 
     _released: asyncio.Event = field(default_factory=asyncio.Event)
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a turn gets here: the test may act while the turn waits."""
 
     def release(self) -> None:
         self._released.set()
 
     async def wait(self) -> None:
+        self.reached.set()
         await self._released.wait()
 
 
@@ -140,6 +143,23 @@ def spoken_reply(text: str, *, region: str = "scripted", turn_id: str = "turn") 
         events.append(clause(sentence, index=i, turn_id=turn_id))
     events.append(TurnDone(turn_id=turn_id, region=region, status="completed", text=text))
     return events
+
+
+def text_reply(*deltas: str, region: str = "scripted", turn_id: str = "turn") -> list[RoutedEvent]:
+    """A region's text-only answer (``TurnStart.output_audio`` false): routed, the deltas, done."""
+    events: list[RoutedEvent] = [Routed(region=region)]
+    events += [TextDelta(turn_id=turn_id, delta=d) for d in deltas]
+    events.append(TurnDone(turn_id=turn_id, region=region, status="completed", text="".join(deltas)))
+    return events
+
+
+def heard(transcript: str, *, region: str = "scripted", turn_id: str = "turn") -> list[RoutedEvent]:
+    """A region's transcribe-only turn (``TurnStart.transcribe_only``): routed, transcript, done."""
+    return [
+        Routed(region=region),
+        Transcript(turn_id=turn_id, text=transcript),
+        TurnDone(turn_id=turn_id, region=region, status="completed", transcript=transcript),
+    ]
 
 
 def clause(text: str, *, index: int = 0, seconds: float = 0.1, turn_id: str = "turn") -> ClauseAudio:
@@ -301,9 +321,11 @@ __all__ = [
     "SessionHarness",
     "ToneVoice",
     "clause",
+    "heard",
     "memory_services",
     "run_events",
     "silence",
     "spoken_reply",
+    "text_reply",
     "tone",
 ]

@@ -5,7 +5,9 @@ closes it, and its audio is sent while the LLM is still writing the rest. ``Naiv
 the same stages one after another (whole transcript, whole answer, whole synthesis); it exists so
 ``voicemesh bench region`` can show what the streaming buys.
 
-A turn with empty typed text is answered without user words (``answers_unprompted``).
+A turn with empty typed text is answered without user words (``answers_unprompted``). A text-only
+turn (``output_audio`` false) streams the LLM's text and never calls TTS; a ``transcribe_only`` turn
+ends after its transcript (no LLM, no TTS).
 
 Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
 ``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
@@ -109,6 +111,21 @@ class Pipeline:
         turn.transcript = text
         return Transcript(turn_id=turn.start.turn_id, text=text)
 
+    async def hear(self, turn: Turn) -> tuple[str, Transcript | None]:
+        """The user's words and their ``transcript`` event (``None`` for a turn without user words)."""
+        if answers_unprompted(turn.start):
+            return "", None
+        text = await self.user_text(turn)
+        return text, self.transcript_event(turn, text)
+
+    @staticmethod
+    def answers(turn: Turn, user_text: str) -> bool:
+        """Whether the turn goes on past its transcript: not when it only transcribes, nor when
+        nothing was said (silence gets no answer)."""
+        if turn.start.transcribe_only:
+            return False
+        return answers_unprompted(turn.start) or bool(user_text.strip())
+
 
 class _End:
     """Marks the end of the streaming pipeline's output queue."""
@@ -116,12 +133,11 @@ class _End:
 
 class StreamingPipeline(Pipeline):
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        unprompted = answers_unprompted(turn.start)
-        user_text = "" if unprompted else await self.user_text(turn)
-        if not unprompted:
-            yield self.transcript_event(turn, user_text)
-            if not user_text.strip():
-                return  # nothing was said: no answer
+        user_text, transcript = await self.hear(turn)
+        if transcript is not None:
+            yield transcript
+        if not self.answers(turn, user_text):
+            return
         out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
         writer = asyncio.create_task(self._write(turn, user_text, out, clauses), name="llm")
@@ -142,16 +158,17 @@ class StreamingPipeline(Pipeline):
         clauses: asyncio.Queue[str | None],
     ) -> None:  # fmt: skip
         chunker = self.stages.chunker()
+        speaks = turn.start.output_audio  # a text-only turn sends no clause to TTS
         t = time.perf_counter()
         try:
             async for delta in self.stages.llm.stream(turn.start, user_text):
                 turn.mark("llm_ttft_s", t)
                 turn.text += delta
                 out.put_nowait(TextDelta(turn_id=turn.start.turn_id, delta=delta))
-                for clause in chunker.feed(delta):
+                for clause in chunker.feed(delta) if speaks else ():
                     turn.mark("first_clause_s")
                     clauses.put_nowait(clause)
-            if last := chunker.flush():
+            if speaks and (last := chunker.flush()):
                 turn.mark("first_clause_s")
                 clauses.put_nowait(last)
             turn.mark("llm_s", t)
@@ -181,16 +198,16 @@ class NaivePipeline(Pipeline):
     """Each stage waits for the previous one to finish; first audio = all the work."""
 
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        unprompted = answers_unprompted(turn.start)
-        user_text = "" if unprompted else await self.user_text(turn)
-        if not unprompted:
-            yield self.transcript_event(turn, user_text)
-            if not user_text.strip():
-                return
+        user_text, transcript = await self.hear(turn)
+        if transcript is not None:
+            yield transcript
+        if not self.answers(turn, user_text):
+            return
         t = time.perf_counter()
         turn.text = "".join([delta async for delta in self.stages.llm.stream(turn.start, user_text)])
         turn.mark("llm_s", t)
         yield TextDelta(turn_id=turn.start.turn_id, delta=turn.text)
-        if turn.text.strip() and (audio := await self.speak(turn, 0, turn.text)):
+        speaks = turn.start.output_audio and turn.text.strip()
+        if speaks and (audio := await self.speak(turn, 0, turn.text)):
             turn.mark("first_audio_s")
             yield audio

@@ -125,7 +125,8 @@ class TurnSession:
             self._awaiting_audio = None
         try:
             check_start(start, self.node.settings.limits)
-            self.node.stages.tts.resolve_voice(start.voice)
+            if start.output_audio and not start.transcribe_only:  # only a spoken answer needs a voice
+                self.node.stages.tts.resolve_voice(start.voice)
         except ProtocolError as exc:
             # The audio frame that follows this start belongs to a refused turn: drop it quietly.
             self._discard_audio_of = start.turn_id if start.audio_bytes > 0 else None

@@ -34,6 +34,8 @@ def check_start(start: TurnStart, limits: LimitSettings) -> None:
     speaks_text = start.text is not None or start.transcript is not None
     if start.audio_bytes < 0:
         raise BadAudio("audio_bytes cannot be negative")
+    if start.transcribe_only and start.audio_bytes == 0 and start.transcript is None:
+        raise BadAudio("a transcribe_only turn needs audio (or the transcript a failover carries)")
     if start.audio_bytes == 0:
         if not speaks_text:
             raise BadAudio("the turn has no audio (audio_bytes is 0) and no text: nothing to answer")

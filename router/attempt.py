@@ -176,6 +176,8 @@ class RegionAttempt:
             self.progress.voiced(ev.clause.text)
         elif isinstance(ev, TextDelta):
             self.progress.text(ev.delta)
+            if not self.start.output_audio:
+                _shown(self.progress, ev.delta)
         elif isinstance(ev, Transcript):
             self.progress.transcript = ev.text
         elif isinstance(ev, TurnRejected):
@@ -208,6 +210,14 @@ class RegionAttempt:
             self._pool.release(conn)
         else:
             self._pool.discard(conn)
+
+
+def _shown(progress: TurnProgress, delta: str) -> None:
+    """A text-only turn's ``delta`` (already in ``attempt_text``) reaches the client as it comes, with
+    no audio to wait for: it is heard, and a failover continues after it. Appended as is (deltas may
+    split words), not joined like clauses."""
+    progress.heard_text += delta
+    progress.attempt_voiced += delta
 
 
 async def drain_turn(

@@ -27,8 +27,8 @@ class Stage(enum.Enum):
     """Nothing heard from the region yet."""
     TRANSCRIPT = "transcript"
     """The region answered; its transcript (or first audio) has not arrived."""
-    AUDIO = "audio"
-    """The transcript arrived; the first audio has not."""
+    AUDIO = "the answer"
+    """The transcript arrived; the answer's first audio (or, for a text-only turn, its text) has not."""
     SPEAKING = "progress after audio"
     """Audio is flowing: each silence is held to the stall deadline."""
 

@@ -28,7 +28,7 @@ from router.failover_log import FailoverRecord
 from router.health import RegionHealth, Score
 from wire.client import ClauseAudio
 from wire.errors import BreakerOpen, ProtocolError, RegionBusy, RegionError
-from wire.turn import TurnStart
+from wire.turn import TextDelta, TurnStart
 
 if TYPE_CHECKING:
     from router.core import Router
@@ -100,7 +100,7 @@ class TurnFailover:
             try:
                 async with contextlib.aclosing(attempt.events()) as events:
                     async for ev in events:
-                        if self.failed is not None and isinstance(ev, ClauseAudio):
+                        if self.failed is not None and self._reaches_user(ev):
                             self._note_gap(attempt.warm)
                         yield ev
             except ProtocolError as exc:
@@ -131,8 +131,13 @@ class TurnFailover:
                 yield attempt.done
             return
 
+    def _reaches_user(self, ev: RoutedEvent) -> bool:
+        """The answer itself: a clause's audio, or for a text-only turn its text."""
+        return isinstance(ev, ClauseAudio) or (not self.start.output_audio and isinstance(ev, TextDelta))
+
     def _note_gap(self, warm: bool | None) -> None:
-        """The next region's first audio: the failover is over. Noted on this turn's own record."""
+        """The next region's first audio (text, for a text-only turn): the failover is over. Noted on
+        this turn's own record."""
         gap = time.perf_counter() - self.failed_at
         self.router.failovers.note_gap(self.session.session_id, self.start.turn_id, gap, warm)
         self.failed = None

@@ -161,8 +161,8 @@ async def collect_reply(
                 stopped_at = time.monotonic()
             elif event.type == "conversation.item.input_audio_transcription.completed":
                 reply.transcript = event.transcript
-            elif event.type == "response.output_audio_transcript.delta":
-                reply.text += event.delta
+            elif event.type in ("response.output_audio_transcript.delta", "response.output_text.delta"):
+                reply.text += event.delta  # a text-only reply comes as output_text
             elif event.type == "response.output_audio.delta":
                 if reply.first_audio_s is None and stopped_at is not None:
                     reply.first_audio_s = time.monotonic() - stopped_at

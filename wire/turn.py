@@ -14,12 +14,16 @@ region -> edge, in this order
     ``transcript``    what the user said
     ``text.delta``*   the assistant's text as it is generated
     ``audio.clause``* a clause's text, then one binary frame: 24 kHz mono PCM16 of that clause
+                      (none when ``output_audio`` is false: a text-only answer, no synthesis)
     ``turn.done``     status and per-stage timings
     ``error``         a request the region cannot act on; the connection stays usable
 
 Regions keep no conversation state: a turn carries its history, voice and instructions. A turn
 that fails over mid-answer carries ``transcript`` (skip STT) and ``heard_text`` (the part of the
 answer the user already heard): the next region continues after it without repeating it.
+
+A turn with ``transcribe_only`` runs STT alone: ``transcript`` then ``turn.done`` (no LLM, no TTS);
+the edge asks for one when a client wants the transcript of audio no response answers.
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     heard_text: str = ""
     max_output_tokens: int = 200
     temperature: float = 0.7
+    output_audio: bool = True
+    """``False``: a text-only answer (``text.delta`` and ``turn.done``, no ``audio.clause``): no
+    synthesis is spent. ``heard_text`` is then the text the client was shown."""
+    transcribe_only: bool = False
+    """Only transcribe the audio (or echo ``transcript``): ``transcript`` then ``turn.done``."""
 
 
 class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
