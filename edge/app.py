@@ -8,9 +8,13 @@
 
 Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
 400 bad request, 401 bad credentials, 403 missing scope, 408 handshake too slow, 429 limits, 431
-oversized credential. At the handshake they go through the ASGI WebSocket denial-response
-extension. The handshake is bounded in time, and so is a session: ``max_session_s`` in all, and
-``idle_timeout_s`` without a client event (an ``error`` event says which, then the socket closes).
+oversized credential, 404 unknown ``session_id`` (resume), 503 draining (with ``Retry-After``).
+At the handshake they go through the ASGI WebSocket denial-response extension. The handshake is
+bounded in time, and so is a session: ``max_session_s`` in all, and ``idle_timeout_s`` without a
+client event (an ``error`` event says which, then the socket closes).
+
+``/v1/realtime?session_id=ID`` resumes a session (``docs/resume.md``): the same key's session, from
+its snapshot in the shared store, on whichever edge the client reaches.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -43,6 +48,7 @@ from edge.limits import RateLimited, TooManySessions
 from edge.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
 from edge.services import EdgeServices
 from edge.session import RealtimeSession
+from edge.session_snapshot import SessionNotFound, SessionSnapshot
 from edge.session_update import initial_state
 from edge.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/web.py)
 from wire.errors import ProtocolError, VoicemeshError
@@ -62,6 +68,12 @@ class SessionExpired(ProtocolError):
     code = "session_expired"
 
 
+class Draining(ProtocolError):
+    """The edge is shutting down: connect again (a load balancer sends the client to another edge)."""
+
+    code = "edge_draining"
+
+
 def _status_for(exc: VoicemeshError) -> int:
     """The HTTP status of a refusal: the most specific class first."""
     for kind, status in (
@@ -70,6 +82,8 @@ def _status_for(exc: VoicemeshError) -> int:
         (Forbidden, 403),
         (HandshakeTimeout, 408),
         (RateLimited | TooManySessions, 429),
+        (SessionNotFound, 404),
+        (Draining, 503),
     ):
         if isinstance(exc, kind):
             return status
@@ -108,10 +122,13 @@ async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
     body = json.dumps(_error_body(exc)).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if isinstance(exc, Draining):
+            headers.append((b"retry-after", str(_services(socket).settings.resume.retry_after_s).encode()))
         start: WebSocketResponseStartEvent = {
             "type": "websocket.http.response.start",
             "status": _status_for(exc),
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": headers,
         }
         await socket.send(start)
         await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
@@ -124,8 +141,16 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
     services = _services(socket)
     subprotocols: list[str] = list(socket.scope.get("subprotocols") or [])
     try:
+        if services.draining:
+            raise Draining("this edge is shutting down: connect again (resume with session_id)")
         principal = await _admit(socket, subprotocols)
     except ProtocolError as exc:
+        await _deny(socket, exc)
+        return
+    try:
+        lease, resumed = await _claim(socket, services, principal)
+    except ProtocolError as exc:
+        services.limits.release(principal.key_id)
         await _deny(socket, exc)
         return
     try:
@@ -133,14 +158,35 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
         # is not the key, as OpenAI does.
         chosen = next((p for p in subprotocols if not p.startswith(KEY_SUBPROTOCOL)), None)
         await socket.accept(subprotocols=chosen)
-        await _serve(socket, services, principal)
+        await _serve(socket, services, principal, lease, resumed)
     finally:
         services.limits.release(principal.key_id)
 
 
-async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal) -> None:
+async def _claim(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal
+) -> tuple[str, SessionSnapshot | None]:
+    """This connection's lease, and the snapshot of the session it resumes (``?session_id=``)."""
+    lease = secrets.token_hex(12)
+    session_id = socket.query_params.get("session_id")
+    if session_id is None:
+        return lease, None
+    try:
+        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
+            return lease, await services.sessions.claim(session_id, principal.key_id, lease)
+    except TimeoutError as exc:
+        raise HandshakeTimeout("loading the session took too long: try again") from exc
+
+
+async def _serve(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal, lease: str,
+    resumed: SessionSnapshot | None,
+) -> None:  # fmt: skip
     settings = services.settings
-    state = initial_state(settings, key_id=principal.key_id, model=socket.query_params.get("model", ""))
+    if resumed is not None:
+        state = resumed.state
+    else:
+        state = initial_state(settings, key_id=principal.key_id, model=socket.query_params.get("model", ""))
     lock = asyncio.Lock()
 
     async def send(text: str) -> None:
@@ -150,26 +196,30 @@ async def _serve(socket: WebSocket[Any, Any, Any], services: EdgeServices, princ
             except WebSocketDisconnect as exc:
                 raise ConnectionError("the client went away") from exc
 
-    session = RealtimeSession(services, state, send)
+    async def close(code: int, reason: str) -> None:
+        await socket.close(code=code, reason=reason)
+
+    session = RealtimeSession(services, state, send, close, lease=lease)
     services.open_sessions += 1
     SESSIONS_OPEN.inc()
     try:
-        await services.sessions.save(state)
-        await session.open()
+        await session.open(resumed)
         async for raw in _frames(socket, settings.limits.idle_timeout_s, settings.limits.max_session_s):
+            if session.ended is not None:
+                break  # taken over or drained: the socket is closed, late frames are not served
             await session.handle(raw)
     except (SessionIdle, SessionExpired) as exc:
         with contextlib.suppress(Exception):
             await send(error_event(exc))
+        await session.close()  # before the close frame: the client may reconnect the moment it reads it
+        with contextlib.suppress(Exception):
             await socket.close(code=1000, reason=exc.code)
     except (WebSocketDisconnect, ConnectionError):
         pass
     finally:
         services.open_sessions -= 1
         SESSIONS_OPEN.dec()
-        await session.close()
-        with contextlib.suppress(Exception):
-            await services.sessions.delete(state.id)
+        await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
 
 
 async def _frames(
@@ -222,6 +272,8 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return {
         "edge": {
             "open_sessions": services.open_sessions,
+            "sessions": sorted(services.sessions.live),  # which edge serves a session (edge drills)
+            "draining": services.draining,
             "vad": services.vad.status(),
             "store": services.store.status(),
         },
@@ -230,8 +282,13 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
 
 
 @get("/health")
-async def health() -> dict[str, str]:
-    return {"status": "ok"}
+async def health(request: Request[Any, Any, Any]) -> HttpResponse[dict[str, str]]:
+    """``draining`` (503) once SIGTERM arrived: load balancers stop sending new clients here."""
+    services = _services(request)
+    if services.draining:
+        headers = {"retry-after": str(services.settings.resume.retry_after_s)}
+        return HttpResponse({"status": "draining"}, status_code=503, headers=headers)
+    return HttpResponse({"status": "ok"})
 
 
 @get("/metrics", sync_to_thread=False)

@@ -13,6 +13,7 @@ it, and counts against the key it was minted from. A token longer than
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -62,7 +63,9 @@ class Principal:
 
 
 def key_id(api_key: str) -> str:
-    return "key_" + redact_token(api_key)
+    """The prefix tells keys apart in a log; the hash fragment tells apart keys sharing a prefix
+    (``vm-...``), which per-key limits and session ownership (``edge/session_snapshot.py``) need."""
+    return "key_" + redact_token(api_key) + hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
 def bearer_token(headers: Mapping[str, str], subprotocols: Iterable[str]) -> str | None:

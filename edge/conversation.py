@@ -9,6 +9,11 @@ newest part of it that fits the model's context (``edge.limits.fit_history``). U
 (``Item.pending``) until a response takes it with ``take_turn``. An assistant item keeps its
 ``AudioTimeline``, so a truncation keeps only the clauses heard by the client's ``audio_end_ms``.
 
+Function calling: a response's calls become ``function_call`` items after its assistant item
+(``add_call``); a client's ``function_call_output`` item (for a call it knows) is input like a user
+message, and a response to it answers from the history, where calls are an assistant message's
+``tool_calls`` and outputs ``tool`` messages (OpenAI's chat shape, ``wire.turn.Message``).
+
 Error codes are the OpenAI API's, where clients match on them (Pipecat:
 ``item_retrieve_invalid_item_id``; truncation races: ``item_truncate_invalid_item_id`` and
 ``invalid_value`` "already shorter than").
@@ -25,12 +30,14 @@ from openai.types.realtime import ConversationItemCreateEvent, ConversationItemT
 from edge.events import Send, new_id, server_event
 from edge.limits import InvalidParam, check_text, fit_history
 from edge.playback import AudioTimeline
+from edge.response_tools import MAX_TOOL_NAME_CHARS, call_item
 from edge.settings import ContentLimits
 from edge.state import SessionState
 from wire.errors import BadEvent
-from wire.turn import Message
+from wire.turn import Message, ToolCall
 
 ItemStatus = Literal["completed", "incomplete", "in_progress"]
+ItemType = Literal["message", "function_call", "function_call_output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +58,8 @@ class UserTurn:
 
 @dataclass(eq=False)
 class Item:
-    """One conversation item (a ``message``) and what the model sees of it."""
+    """One conversation item (a ``message``, ``function_call`` or ``function_call_output``) and what
+    the model sees of it."""
 
     id: str
     role: Literal["user", "assistant"]
@@ -64,9 +72,25 @@ class Item:
     """User input that no response has taken yet."""
     audio: AudioTimeline | None = None
     """An assistant item's audio as sent: what a truncation cuts."""
+    type: ItemType = "message"
+    call: ToolCall | None = None
+    """A ``function_call`` item's call (its ``id`` is the ``call_id``), or the call a
+    ``function_call_output`` answers (whose ``text`` is the output)."""
 
     def body(self) -> dict[str, Any]:
         """The ``realtime.item`` object (without audio bytes: the edge does not keep them)."""
+        call = self.call
+        if self.type == "function_call" and call is not None:
+            return call_item(self.id, call.id, call.name, call.arguments, self.status)
+        if self.type == "function_call_output" and call is not None:
+            return {
+                "id": self.id,
+                "object": "realtime.item",
+                "type": "function_call_output",
+                "status": self.status,
+                "call_id": call.id,
+                "output": self.text or "",
+            }
         content = self.content
         if self.role == "assistant" and self.audio is not None:
             heard = self.text if self.text is not None else " ".join(self.audio.heard)
@@ -99,6 +123,16 @@ class Conversation:
         return self._items[-1].id if self._items else None
 
     @property
+    def items(self) -> list[Item]:
+        """The items in order (a copy): what a session snapshot keeps (``edge/resume.py``)."""
+        return list(self._items)
+
+    def restore(self, items: list[Item]) -> None:
+        """A resumed session's items (``edge/resume.py``), before any event of this connection."""
+        self._items = list(items)
+        self._changed()
+
+    @property
     def pending_audio(self) -> tuple[str, bytes] | None:
         """The committed user audio no response has taken yet: ``(item id, 16 kHz PCM16)``."""
         return self._pending_audio
@@ -119,6 +153,9 @@ class Conversation:
         ``system`` items are refused: the system prompt is the region's and the session's
         ``instructions``, which are bounded; a client-written one would override both."""
         item = event.item
+        if item.type in ("function_call", "function_call_output"):
+            await self._create_function_item(event)
+            return
         if item.type != "message":
             raise BadEvent(
                 f"conversation items of type {item.type!r} are not supported", code="unsupported_item"
@@ -141,6 +178,46 @@ class Conversation:
         new = Item(item_id, item.role, content, text, pending=item.role == "user")
         await self._added(new, position)
 
+    async def _create_function_item(self, event: ConversationItemCreateEvent) -> None:
+        """A client's ``function_call_output`` (the result of a call it was given, input the next
+        response answers) or ``function_call`` (a call it adds to the history itself)."""
+        item = event.item
+        item_id = item.id or new_id("item")
+        if self.find(item_id) is not None:
+            raise InvalidParam(f"Item with id '{item_id}' already exists.", param="item.id")
+        call_id = getattr(item, "call_id", None)
+        if not call_id:
+            raise InvalidParam("a function item needs a call_id", param="item.call_id")
+        check_text(call_id, "item.call_id", MAX_TOOL_NAME_CHARS)
+        position = self._position(event.previous_item_id)
+        if item.type == "function_call":
+            check_text(item.name, "item.name", MAX_TOOL_NAME_CHARS)
+            check_text(item.arguments, "item.arguments", self._limits.max_text_chars)
+            call = ToolCall(id=call_id, name=item.name, arguments=item.arguments)
+            await self._added(Item(item_id, "assistant", [], None, type="function_call", call=call), position)
+            return
+        output = getattr(item, "output", "")
+        check_text(output, "item.output", self._limits.max_text_chars)
+        made = next(
+            (i.call for i in self._items if i.type == "function_call" and i.call and i.call.id == call_id),
+            None,
+        )
+        if made is None:
+            raise InvalidParam(
+                f"no function_call with call_id '{call_id}' in this conversation", param="item.call_id"
+            )
+        new = Item(item_id, "user", [], output, pending=True, type="function_call_output", call=made)
+        await self._added(new, position)
+
+    async def add_call(self, item_id: str, call: ToolCall) -> str | None:
+        """A response's function call joins the conversation as the newest item; returns its
+        ``previous_item_id`` (its ``conversation.item.*`` events are the response's to send)."""
+        previous = self.last_item_id
+        self._items.append(Item(item_id, "assistant", [], None, type="function_call", call=call))
+        self._trim()
+        self._changed()
+        return previous
+
     def take_turn(self) -> UserTurn:
         """The input a new response answers, with the history that fits the model's context beside
         the instructions, the turn and the answer (oldest messages left out first). Raises
@@ -157,6 +234,8 @@ class Conversation:
         if audio_item is not None:
             reply_to = self.find(audio_item)
             transcript = reply_to.text if reply_to is not None else None
+        elif pending[-1].type == "function_call_output":
+            reply_to, text = None, ""  # answered from the history, where the output is the newest
         else:
             reply_to = pending[-1]
             text = reply_to.text
@@ -290,15 +369,31 @@ class Conversation:
         await self._send(server_event("conversation.item.done", item=body, previous_item_id=previous))
 
     def _messages(self, *, exclude: Item | None = None, answered_only: bool = False) -> list[Message]:
-        return [
-            Message(role=item.role, content=item.text)
-            for item in self._items
-            if item.text and item is not exclude and not (answered_only and item.pending)
-        ]
+        """The items as chat messages: a function call joins the assistant message before it (OpenAI's
+        ``tool_calls``), an output is a ``tool`` message; a ``tool`` message left first (its call
+        trimmed away) is dropped."""
+        out: list[Message] = []
+        for item in self._items:
+            if item is exclude or (answered_only and item.pending):
+                continue
+            if item.type == "function_call" and item.call is not None:
+                last = out[-1] if out else None
+                if last is not None and last.role == "assistant":
+                    out[-1] = Message("assistant", last.content, tool_calls=(*last.tool_calls, item.call))
+                else:
+                    out.append(Message("assistant", "", tool_calls=(item.call,)))
+            elif item.type == "function_call_output" and item.call is not None:
+                out.append(Message("tool", item.text or "", tool_call_id=item.call.id))
+            elif item.text:
+                out.append(Message(role=item.role, content=item.text))
+        return out
 
     def _changed(self) -> None:
         """Rewrite the stored history from the items (pending input is not history yet)."""
-        self._state.history = self._messages(answered_only=True)[-self._max_history :]
+        history = self._messages(answered_only=True)[-self._max_history :]
+        while history and history[0].role == "tool":
+            history.pop(0)
+        self._state.history = history
 
     def _trim(self) -> None:
         """Bound the items: twice the history, so items without text (audio awaiting its transcript,

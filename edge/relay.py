@@ -7,6 +7,11 @@ transcript goes on with what the next region (or the edge's own voice) says. A t
 (``frames.output_audio`` false) has no audio to wait for: each delta goes out as it comes, and a
 failover continues after what was shown.
 
+A function call (``tool_calls``, whole) goes out at once as a ``function_call`` item with an id the
+edge gives it (``edge/response_tools.py``), and joins the conversation through ``on_call``. The
+router passes a turn's calls once; should a second batch reach the same response all the same, it
+is dropped: a response's calls are the first ones the client saw.
+
 The router has classified every failure already, and the relay acts on its typed outcome:
 ``ClientRefused`` is answered with an ``error`` event (the response then fails), ``Degraded`` by the
 fallback voice. A router that raises instead is treated the same way by the error's class.
@@ -14,19 +19,27 @@ fallback voice. A router that raises instead is treated the same way by the erro
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from edge.events import VENDOR_FAILED_OVER, VENDOR_QUEUED, VENDOR_ROUTED, error_event
+from edge.events import VENDOR_FAILED_OVER, VENDOR_QUEUED, VENDOR_ROUTED, error_event, new_id
 from edge.fallback_reply import FallbackReply
 from edge.playback import Clause, Player
 from edge.response_frames import ResponseFrames
+from edge.response_tools import new_call_id
 from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent
 from router.continuation import voiced_end
 from wire.client import ClauseAudio
-from wire.errors import ProtocolError, VoicemeshError
-from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnQueued
+from wire.errors import InvalidToolCall, ProtocolError, VoicemeshError
+from wire.turn import TextDelta, ToolCall, ToolCalls, Transcript, TurnAdmitted, TurnDone, TurnQueued
+
+log = logging.getLogger(__name__)
+
+OnCall = Callable[[str, ToolCall], Awaitable[str | None]]
+"""Adds a response's function call (item id, the call with the client's ``call_id``) to the
+conversation; returns its ``previous_item_id``."""
 
 
 @dataclass
@@ -58,6 +71,7 @@ class RouterRelay:
     fallback: FallbackReply
     on_transcript: Callable[[str], Awaitable[None]] | None = None
     """Called once, with the region's transcript of the user's audio (audio turns only)."""
+    on_call: OnCall | None = None
     text: list[str] = field(default_factory=list)
     """The reply text so far (transcript deltas sent)."""
     transcript: str | None = None
@@ -96,6 +110,8 @@ class RouterRelay:
                 await self.frames.text_delta(ev.delta)
         elif isinstance(ev, Transcript):
             await self._transcribed(ev.text)
+        elif isinstance(ev, ToolCalls):
+            await self._called(ev)
         elif isinstance(ev, Routed):
             metadata["voicemesh_region"] = ev.region  # the registry's name for it
             await self.frames.vendor(VENDOR_ROUTED, region=ev.region, attempt=ev.attempt)
@@ -136,6 +152,16 @@ class RouterRelay:
         self.text.append(text)
         await self.frames.text_delta(text)
 
+    async def _called(self, ev: ToolCalls) -> None:
+        if self.frames.calls:
+            log.warning("response %s: a second batch of function calls dropped", self.frames.id)
+            return
+        for made in ev.calls:
+            item_id = new_id("item")
+            call = ToolCall(id=new_call_id(), name=made.name, arguments=made.arguments)  # the edge's id
+            previous = await self.on_call(item_id, call) if self.on_call is not None else None
+            await self.frames.function_call(item_id, call.id, call.name, call.arguments, previous)
+
     async def _transcribed(self, text: str) -> None:
         if self.transcript is not None or self.on_transcript is None:  # typed turns have none
             return
@@ -157,4 +183,6 @@ class RouterRelay:
     async def _refuse(self, ev: ClientRefused) -> None:
         self.refused = ev
         self.held.take()
+        if ev.code == InvalidToolCall.code:
+            return  # the model's output, not a client event, was at fault: ``response.done`` says why
         await self.frames.send(error_event(ev.error(), param=ev.param))

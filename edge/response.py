@@ -24,7 +24,7 @@ from edge.events import Send
 from edge.fallback_reply import FallbackReply
 from edge.playback import Player
 from edge.protocols import FallbackSpeaker
-from edge.relay import RouterRelay
+from edge.relay import OnCall, RouterRelay
 from edge.response_frames import ResponseFrames, Status, estimated_usage
 from edge.response_params import ResponseParams
 from router.api import RoutedEvent
@@ -42,6 +42,8 @@ class ResponseResult:
     full_text: str
     transcript: str | None
     metadata: dict[str, str]
+    calls: int = 0
+    """Function calls the client was given."""
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Response:
     output_format: str = "audio/pcm"
     """The session's ``audio.output.format`` type (``edge/audio_formats.py``)."""
     on_transcript: Callable[[str], Awaitable[None]] | None = None
+    on_call: OnCall | None = None
+    """Adds each function call to the conversation (``None``: out of band)."""
     params: ResponseParams | None = None
     """What ``response.create`` asked for (metadata, out of band, max tokens), for its events."""
     prompt: tuple[str, ...] = ()
@@ -77,7 +81,9 @@ class Response:
             self.frames.output_audio = params.output_audio
         self.player = Player(self.frames, self.lead_s, self.relay_times, FORMATS[self.output_format])
         fallback = FallbackReply(self.fallback, self.hold_message)
-        self.relay = RouterRelay(self.events, self.frames, self.player, fallback, self.on_transcript)
+        self.relay = RouterRelay(
+            self.events, self.frames, self.player, fallback, self.on_transcript, on_call=self.on_call
+        )
 
     @property
     def id(self) -> str:
@@ -124,6 +130,7 @@ class Response:
             full_text=full_text,
             transcript=self.relay.transcript,
             metadata=self.metadata,
+            calls=len(self.frames.calls),
         )
 
     async def _play_out(self) -> Status:

@@ -1,8 +1,10 @@
 """The Realtime events of one assistant response: its ``response`` and ``item`` objects, the events
 that open and close it, and the fields every audio/content event carries.
 
-A response has one content part: ``audio`` (``output_audio`` in its item: audio deltas and their
-transcript) or, for ``output_modalities: ["text"]``, ``text`` (``output_text``: text deltas only)."""
+A response's message item (output 0) has one content part: ``audio`` (``output_audio`` in its item:
+audio deltas and their transcript) or, for ``output_modalities: ["text"]``, ``text`` (``output_text``:
+text deltas only). Its function calls follow as ``function_call`` items (outputs 1, 2, ...), each
+sent whole at once: added, its arguments as one delta, done (``function_call``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Literal
 
 from edge.events import Send, new_id, server_event
 from edge.limits import estimate_tokens
+from edge.response_tools import call_item
 
 Status = Literal["completed", "cancelled", "failed"]
 
@@ -36,6 +39,8 @@ class ResponseFrames:
     max_output_tokens: int | Literal["inf"] | None = None
     output_audio: bool = True
     """``False``: a text-only response (``response.output_text.*``, a ``text`` part)."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """The response's ``function_call`` items, as sent (completed)."""
 
     async def content(self, type_: str, **fields: Any) -> None:
         """A ``response.output_audio*`` / ``output_text*`` / ``content_part.*`` event of its one part."""
@@ -62,6 +67,31 @@ class ResponseFrames:
         """Some of the reply's text: the transcript of audio to come, or a text-only response's text."""
         kind = "response.output_audio_transcript.delta" if self.output_audio else "response.output_text.delta"
         await self.content(kind, delta=delta)
+
+    async def function_call(
+        self, item_id: str, call_id: str, name: str, arguments: str, previous_item_id: str | None
+    ) -> None:
+        """One whole function call: its item added, its arguments (one delta), its item done."""
+        index = 1 + len(self.calls)
+        ids = {"response_id": self.id, "output_index": index}
+        started = call_item(item_id, call_id, name, "", "in_progress")
+        await self.send(server_event("response.output_item.added", **ids, item=started))
+        if self.in_conversation:
+            await self.send(
+                server_event("conversation.item.added", item=started, previous_item_id=previous_item_id)
+            )
+        fields = {**ids, "item_id": item_id, "call_id": call_id}
+        await self.send(server_event("response.function_call_arguments.delta", **fields, delta=arguments))
+        await self.send(
+            server_event("response.function_call_arguments.done", **fields, name=name, arguments=arguments)
+        )
+        done = call_item(item_id, call_id, name, arguments, "completed")
+        await self.send(server_event("response.output_item.done", **ids, item=done))
+        if self.in_conversation:
+            await self.send(
+                server_event("conversation.item.done", item=done, previous_item_id=previous_item_id)
+            )
+        self.calls.append(done)
 
     async def finished(
         self,
@@ -92,7 +122,7 @@ class ResponseFrames:
             details["reason"] = cancel_reason
         if error is not None:
             details["error"] = error
-        response = self._response(status, [item], details)
+        response = self._response(status, [item, *self.calls], details)
         if usage is not None:
             response["usage"] = usage
         await self.send(server_event("response.done", response=response))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 from edge.conversation import Conversation, UserTurn
@@ -42,6 +43,8 @@ class ResponseLifecycle:
         self._transcription = transcription
         self.response: Response | None = None
         self.last_response_id: str | None = None
+        self.turn_start: TurnStart | None = None
+        """What the response in progress asked the router (a session snapshot keeps it)."""
         self._task: asyncio.Task[None] | None = None
 
     def start(self, params: ResponseParams | None = None) -> None:
@@ -67,7 +70,27 @@ class ResponseLifecycle:
             max_output_tokens=max_output_tokens,
             temperature=state.temperature,
             output_audio=params.output_audio,
+            tools=params.tools,
+            tool_choice=params.tool_choice,
         )
+        self._launch(start, params, turn)
+
+    def continue_turn(self, start: TurnStart) -> None:
+        """Finish an answer another connection (edge) was playing when it went away: ``start`` as
+        that edge sent it, with ``heard_text`` what the client heard; the router and the region
+        continue after it as after a region failover (``edge/resume.py``)."""
+        if self.response is not None:
+            raise BadEvent(
+                "a response is already in progress", code="conversation_already_has_active_response"
+            )
+        params = response_params(None, self._state, self._services.settings)
+        params = dataclasses.replace(params, output_audio=start.output_audio)
+        turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
+        self._launch(start, params, turn)
+
+    def _launch(self, start: TurnStart, params: ResponseParams, turn: UserTurn) -> None:
+        state, services = self._state, self._services
+        self.turn_start = start
         audio = None if turn.transcript is not None else turn.audio or None
         events = services.router.run_turn(SessionRouting(session_id=state.id), start, audio)
         response = Response(
@@ -81,6 +104,7 @@ class ResponseLifecycle:
             relay_times=services.relay_times,
             output_format=state.output_audio_format,
             on_transcript=self._transcript_writer(turn),
+            on_call=None if params.out_of_band else self._conversation.add_call,
             params=params,
             prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
         )
@@ -120,6 +144,11 @@ class ResponseLifecycle:
             response.cancel("client_cancelled")
             await asyncio.wait([task])
         return self.last_response_id
+
+    async def finished(self) -> None:
+        """Wait for the response in progress, if any, to end (a draining edge lets it finish)."""
+        if self._task is not None:
+            await asyncio.wait([self._task])
 
     async def close(self) -> None:
         """The session is closing: stop the response without finishing it."""

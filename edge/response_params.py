@@ -19,6 +19,7 @@ the instructions and the turn; the history then gets what is left (``edge.limits
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,11 +29,12 @@ from openai.types.realtime.realtime_response_create_params import RealtimeRespon
 
 from edge.conversation import Conversation, UserTurn
 from edge.limits import InvalidParam, check_range, check_text, estimate_tokens, fit_history
+from edge.response_tools import check_tool_choice, check_tools, tools_object
 from edge.session_update import output_modalities, speaks
 from edge.settings import ContentLimits, EdgeSettings
 from edge.state import SessionState
 from wire.errors import BadEvent
-from wire.turn import Message
+from wire.turn import Message, Tool, ToolChoice
 
 MAX_METADATA_KEYS = 16
 MAX_METADATA_KEY_CHARS = 64
@@ -56,6 +58,9 @@ class ResponseParams:
     """``input`` items: the response answers these instead of the conversation."""
     output_audio: bool = True
     """``output_modalities`` ``["audio"]``; ``False`` for ``["text"]``: text only, nothing synthesised."""
+    tools: list[Tool] = field(default_factory=list)
+    """The session's tools, or the response's own (``response.create`` ``tools``)."""
+    tool_choice: ToolChoice = "auto"
 
 
 def response_params(
@@ -76,6 +81,8 @@ def response_params(
         region_voice=settings.voices.region_voice(voice, param=param),
         max_output_tokens=state.max_output_tokens,
         output_audio=speaks(state.output_modalities),
+        tools=list(state.tools),
+        tool_choice=state.tool_choice,
     )
     if params is None:
         return base
@@ -100,6 +107,14 @@ def response_params(
     items = None
     if params.input is not None:
         items = input_messages(params.input, limits, settings.limits.max_history_messages)
+    tools = base.tools
+    if params.tools is not None:
+        tools = check_tools(params.tools, "response.tools", limits)
+    tool_choice = base.tool_choice
+    if params.tool_choice is not None:
+        tool_choice = check_tool_choice(params.tool_choice, tools, "response.tool_choice")
+    elif params.tools is not None:
+        tool_choice = "auto"  # the session's choice was about the session's tools
     return dataclasses.replace(
         base,
         instructions=instructions,
@@ -108,6 +123,8 @@ def response_params(
         out_of_band=conversation == "none",
         input=items,
         output_audio=output_audio,
+        tools=tools,
+        tool_choice=tool_choice,
     )
 
 
@@ -167,7 +184,9 @@ def answer_input(params: ResponseParams, conversation: Conversation, state: Sess
 def fit_turn(turn: UserTurn, params: ResponseParams, limits: ContentLimits) -> tuple[UserTurn, int]:
     """``turn`` with the history that fits the context beside the response's instructions, the turn
     and the answer, and the answer's token budget (``"inf"``: the cap, or the context's room)."""
-    fixed = (params.instructions, turn.text or "")
+    fixed: tuple[str, ...] = (params.instructions, turn.text or "")
+    if params.tools:  # their schemas go into the prompt (or the grammar) too
+        fixed += (json.dumps(tools_object(params.tools)),)
     if params.max_output_tokens == "inf":
         room = limits.context_tokens - limits.reserved_tokens - sum(estimate_tokens(t) for t in fixed)
         tokens = max(1, min(limits.max_output_tokens, room))

@@ -142,9 +142,33 @@ async def serve_edge(
     report(f"edge listening on ws://{settings.host}:{settings.port}/v1/realtime")
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if not task.done():
+        await drain(services, report)
     server.should_exit = True
     stopper.cancel()
     await task
+
+
+async def drain(services: EdgeServices, report: Report) -> None:
+    """Graceful stop (SIGTERM): refuse new sessions (503 + ``Retry-After``, ``/health`` too), let
+    the running responses finish within ``drain_s``, then snapshot every session and tell each
+    client to resume elsewhere (``docs/resume.md``). Bounded: ``drain_s`` plus a few seconds."""
+    services.draining = True
+    live = list(services.sessions.live.values())
+    if not live:
+        return
+    wait_s = services.settings.resume.drain_s
+    report(f"edge draining: {len(live)} session(s), answers given up to {wait_s:g} s to finish")
+    try:
+        results = await asyncio.wait_for(
+            asyncio.gather(*(session.drain(wait_s) for session in live), return_exceptions=True),
+            wait_s + 5.0,  # the snapshot writes and closes are bounded too (store timeouts)
+        )
+    except TimeoutError:
+        report("edge drain timed out: the remaining sessions are closed as the server stops")
+        return
+    failed = [r for r in results if isinstance(r, BaseException)]
+    report(f"edge drained: {len(live) - len(failed)} session(s) told to resume, {len(failed)} failed")
 
 
 class EdgeTask:
@@ -157,9 +181,10 @@ class EdgeTask:
 
     @classmethod
     async def start(
-        cls, settings: EdgeSettings, router: TurnRouter, *, relay_timing: bool = False
-    ) -> EdgeTask:
-        services = EdgeServices.build(settings, router)
+        cls, settings: EdgeSettings, router: TurnRouter, *, relay_timing: bool = False,
+        services: EdgeServices | None = None,
+    ) -> EdgeTask:  # fmt: skip
+        services = services or EdgeServices.build(settings, router)
         if relay_timing:
             services.relay_times = []
         stop, listening = asyncio.Event(), asyncio.Event()

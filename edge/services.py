@@ -16,9 +16,10 @@ from edge.client_secrets import ClientSecrets
 from edge.fallback_voice import FallbackVoice
 from edge.limits import KeyLimits
 from edge.protocols import FallbackSpeaker, Vad
+from edge.session_snapshot import SessionSnapshots
 from edge.settings import EdgeSettings
 from edge.shared_store import EdgeStore
-from edge.state import SessionStore, open_store
+from edge.state import open_store
 from edge.vad import VadBatcher
 from router.api import TurnRouter
 
@@ -29,7 +30,7 @@ class EdgeServices:
     router: TurnRouter
     vad: Vad
     fallback: FallbackSpeaker
-    sessions: SessionStore
+    sessions: SessionSnapshots
     auth: Authenticator
     limits: KeyLimits
     """Per key: open sessions and the connect bucket."""
@@ -37,6 +38,8 @@ class EdgeServices:
     """Per key: the bucket for minting client secrets, apart from connects."""
     store: EdgeStore
     open_sessions: int = 0
+    draining: bool = False
+    """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/server.py``)."""
     relay_times: list[float] | None = None
     _preload: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -60,7 +63,7 @@ class EdgeServices:
             router=router,
             vad=vad,
             fallback=fallback,
-            sessions=SessionStore(store, ttl_s=int(limits.max_session_s) + 600),
+            sessions=SessionSnapshots(store, ttl_s=settings.resume.ttl_s),
             auth=Authenticator(settings, ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s)),
             limits=KeyLimits(limits),
             mint_limits=KeyLimits(minting),

@@ -8,7 +8,11 @@ Only this session's tasks are touched.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import secrets
+from collections.abc import Awaitable, Callable
 
 from openai.types.realtime import (
     ConversationItemCreateEvent,
@@ -39,7 +43,17 @@ from edge.limits import RateLimited
 from edge.metrics import CLIENT_EVENTS
 from edge.response_lifecycle import ResponseLifecycle
 from edge.response_params import response_params
+from edge.resume import (
+    VENDOR_RESUME_REQUIRED,
+    VENDOR_RESUMED,
+    SessionKeeper,
+    continue_answer,
+    replay,
+    restore,
+    snapshot_of,
+)
 from edge.services import EdgeServices
+from edge.session_snapshot import SessionSnapshot
 from edge.session_update import session_changes, session_object
 from edge.state import SessionState
 from edge.transcription import InputTranscription
@@ -48,12 +62,34 @@ from wire.rates import TokenBucket
 
 log = logging.getLogger("voicemesh.edge")
 
+CloseSocket = Callable[[int, str], Awaitable[None]]
+
+
+class SessionTakenOver(ProtocolError):
+    code = "session_taken_over"
+
 
 class RealtimeSession:
-    def __init__(self, services: EdgeServices, state: SessionState, send: Send) -> None:
+    def __init__(
+        self,
+        services: EdgeServices,
+        state: SessionState,
+        send: Send,
+        close_socket: CloseSocket | None = None,
+        *,
+        lease: str | None = None,
+    ) -> None:
         self.services = services
         self.state = state
         self._send = send
+        self._close_socket = close_socket
+        self.lease = lease or secrets.token_hex(12)
+        """This connection's claim on the session (``edge/session_snapshot.py``)."""
+        self.ended: str | None = None
+        """Why the edge ended the connection (``session_taken_over``, ``edge_draining``)."""
+        self._speaking = False
+        """The server VAD heard speech start and not yet end: a turn is being spoken."""
+        self._closed = False
         limits = services.settings.limits
         self._bucket = TokenBucket(rate_per_s=limits.events_per_s, burst=limits.events_burst)
         self.conversation = Conversation(
@@ -71,11 +107,90 @@ class RealtimeSession:
             on_turn_end=self._turn_ended,
             audio_format=state.input_audio_format,
         )
+        self._keeper = SessionKeeper(
+            services.sessions, state, self.responses, self.lease, self.taken_over,
+            interval_s=services.settings.resume.snapshot_interval_s,
+        )  # fmt: skip
 
-    async def open(self) -> None:
+    async def open(self, resumed: SessionSnapshot | None = None) -> None:
+        """``session.created``; for a resumed session (``edge/resume.py``) then its conversation and
+        the rest of an answer cut short."""
+        self.services.sessions.live[self.state.id] = self
+        if resumed is None:
+            await self.services.sessions.save(self.state)
+        else:
+            items = restore(resumed, self.conversation)
         await self._send(server_event("session.created", session=session_object(self.state)))
+        if resumed is not None:
+            for event in replay(items):
+                await self._send(event)
+            continuing = continue_answer(resumed, self.responses)
+            resumed_event = server_event(
+                VENDOR_RESUMED, session_id=self.state.id, items=len(items), continuing=continuing
+            )
+            await self._send(resumed_event)
+        self._keeper.start()
+
+    def snapshot(self) -> SessionSnapshot:
+        return snapshot_of(self.state, self.conversation, self.responses, self.lease)
+
+    async def taken_over(self) -> None:
+        """Another connection resumed this session: tell the client, close (1000: not to be retried,
+        or two clients would take it from each other in turn), and save nothing more."""
+        if self.ended is not None:
+            return
+        self.ended = SessionTakenOver.code
+        if self.services.sessions.live.get(self.state.id) is self:
+            del self.services.sessions.live[self.state.id]
+        err = SessionTakenOver("this session was resumed by another connection: this one is closed")
+        await self._end(error_event(err), 1000, err.code)
+
+    async def drain(self, wait_s: float) -> None:
+        """The edge is going away: let the turn in progress (spoken or answered) finish, at most
+        ``wait_s`` (an answer still playing then is snapshotted as heard and continued on resume),
+        snapshot the session, tell the client how to resume it, and close 1012 (service restart),
+        which stock clients retry."""
+        if self.ended is not None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait_s):
+                # A turn being spoken is not in the snapshot (its audio is not kept): let it end and
+                # be answered too. Idle = no answer playing and nobody speaking.
+                while True:
+                    await self.responses.finished()
+                    if self.responses.response is None and not self._speaking:
+                        break
+                    await asyncio.sleep(0.05)
+        self.ended = "edge_draining"
+        await self._keeper.aclose()
+        await self.services.sessions.save(self.state)
+        event = server_event(
+            VENDOR_RESUME_REQUIRED, session_id=self.state.id, reason="edge_draining",
+            # Relative: the client reconnects where it connected (the load balancer), not to this edge.
+            resume_url=f"/v1/realtime?session_id={self.state.id}",
+        )  # fmt: skip
+        await self._end(event, 1012, "edge_draining")
+
+    async def _end(self, event: str, code: int, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._send(event)
+        if self._close_socket is not None:
+            with contextlib.suppress(Exception):
+                await self._close_socket(code, reason)
 
     async def close(self) -> None:
+        """The connection ended: keep the snapshot (a client may resume within its TTL), with the
+        answer in flight as heard so far, then stop this connection's work. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._keeper.aclose()
+        if self.ended is None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2 * self.services.settings.redis_timeout_s + 1):
+                    await self.services.sessions.save(self.state)
+        if self.services.sessions.live.get(self.state.id) is self:
+            del self.services.sessions.live[self.state.id]
         await self.responses.close()
         await self.transcription.close()
 
@@ -121,6 +236,7 @@ class RealtimeSession:
             await self.turns.clear()
         elif isinstance(event, ConversationItemCreateEvent):
             await self.conversation.create_item(event)
+            await self.services.sessions.save(self.state)
         elif isinstance(event, ConversationItemTruncateEvent):
             await self._truncate(event)
         elif isinstance(event, ConversationItemDeleteEvent):
@@ -133,6 +249,7 @@ class RealtimeSession:
             await self._clear_output_audio()
         elif isinstance(event, ResponseCreateEvent):
             self.responses.start(response_params(event.response, self.state, self.services.settings))
+            await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
         elif isinstance(event, ResponseCancelEvent):
             if not self.responses.cancel("client_cancelled"):
                 raise BadEvent("no response is in progress", code="response_cancel_not_active")
@@ -165,11 +282,13 @@ class RealtimeSession:
         await self._send(server_event("session.updated", session=session_object(self.state)))
 
     def _speech_started(self) -> None:
+        self._speaking = True
         td = self.state.turn_detection
         if td is not None and td.interrupt_response:
             self.responses.cancel("turn_detected")  # barge-in: stop the answer now
 
     async def _turn_ended(self) -> None:
+        self._speaking = False
         td = self.state.turn_detection
         if td is None or not td.create_response:
             await self._transcribe_pending()
@@ -179,6 +298,7 @@ class RealtimeSession:
         except ProtocolError:
             await self._transcribe_pending()  # no response takes the audio now: still transcribe it
             raise
+        await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
 
     async def _transcribe_pending(self) -> None:
         """Input transcription (when on) of the committed audio no response has taken."""

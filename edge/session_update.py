@@ -20,9 +20,11 @@ from openai.types.realtime.session_update_event import Session
 from edge.audio_formats import FORMATS
 from edge.events import new_id
 from edge.limits import InvalidParam, check_range, check_text, check_turn_detection, output_tokens
+from edge.response_tools import check_tool_choice, check_tools, tool_choice_object, tools_object
 from edge.settings import ContentLimits, EdgeSettings, VadSettings
 from edge.state import InputTranscription, SessionState, TurnDetection
 from wire.errors import BadEvent
+from wire.turn import NamedTool, Tool
 
 T = TypeVar("T")
 
@@ -60,6 +62,8 @@ def session_object(state: SessionState) -> dict[str, Any]:
         "instructions": state.instructions,
         "output_modalities": state.output_modalities,
         "max_output_tokens": state.max_output_tokens,
+        "tools": tools_object(state.tools),
+        "tool_choice": tool_choice_object(state.tool_choice),
         "audio": {
             "input": {
                 "format": FORMATS[state.input_audio_format].describe(),
@@ -92,6 +96,13 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
         changes["output_modalities"] = output_modalities(s.output_modalities, "session.output_modalities")
     if s.max_output_tokens is not None:
         changes["max_output_tokens"] = output_tokens(s.max_output_tokens, limits)
+    tools = state.tools
+    if s.tools is not None:
+        tools = changes["tools"] = check_tools(s.tools, "session.tools", limits)
+    if s.tool_choice is not None:
+        changes["tool_choice"] = check_tool_choice(s.tool_choice, tools, "session.tool_choice")
+    elif s.tools is not None and not _still_chosen(state, tools):
+        changes["tool_choice"] = "auto"  # the tool it forced is gone
     audio = s.audio
     if audio is not None and audio.output is not None:
         if (fmt := _audio_format(audio.output.format, "session.audio.output.format")) is not None:
@@ -114,6 +125,14 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
                 audio.input.turn_detection, state.turn_detection, settings.vad, limits
             )
     return changes
+
+
+def _still_chosen(state: SessionState, tools: list[Tool]) -> bool:
+    """Whether the session's ``tool_choice`` still makes sense with ``tools``."""
+    choice = state.tool_choice
+    if isinstance(choice, NamedTool):
+        return any(t.name == choice.name for t in tools)
+    return True
 
 
 def output_modalities(modalities: Sequence[str], param: str) -> list[str]:

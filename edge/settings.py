@@ -5,6 +5,7 @@ Plain frozen dataclasses; ``voicemesh/cli/edge.py`` builds them from the profile
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from edge.voices import CPU_VOICES, VoiceTable
@@ -119,3 +120,26 @@ class EdgeSettings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     playback_lead_s: float = 0.4
     """How far ahead of real-time playback audio is sent: what was sent is (nearly) what was heard."""
+    resume: ResumeSettings = field(default_factory=lambda: ResumeSettings())
+    """Session snapshots, resume and graceful drain (``docs/resume.md``)."""
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class ResumeSettings:
+    ttl_s: int = 15 * 60
+    """A session's snapshot lives this long after its last write: how long it may be resumed."""
+    snapshot_interval_s: float = 0.5
+    """Throttle of snapshot writes while an answer plays (its heard part), and of the takeover check."""
+    drain_s: float = field(default_factory=lambda: _env_float("VOICEMESH_DRAIN_S", 20.0))
+    """SIGTERM: longest wait for running responses before sessions are told to resume elsewhere.
+    The Kubernetes module's grace period is this plus a margin (``infra/modules/edge``)."""
+    retry_after_s: int = 2
+    """``Retry-After`` of the 503 a draining edge answers new connections with."""

@@ -13,7 +13,7 @@ import msgspec
 from litestar.stores.base import Store
 
 from edge.shared_store import EdgeStore, open_edge_store
-from wire.turn import Message
+from wire.turn import Message, Tool, ToolChoice
 
 
 class TurnDetection(msgspec.Struct, kw_only=True):
@@ -47,6 +47,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     output_audio_format: str = "audio/pcm"
     transcription: InputTranscription | None = None
     temperature: float = 0.7
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    """``session.tools`` (function tools; ``edge/response_tools.py``)."""
+    tool_choice: ToolChoice = "auto"
     history: list[Message] = msgspec.field(default_factory=list)
     created_at: float = 0.0
 

@@ -34,7 +34,7 @@ from router.api import Routed, RoutedEvent, SessionRouting, TurnRouter
 from wire.audio import CLIENT_RATE, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.text import split_sentences
-from wire.turn import AudioClause, TextDelta, Transcript, TurnDone, TurnStart
+from wire.turn import AudioClause, TextDelta, ToolCall, ToolCalls, Transcript, TurnDone, TurnStart
 
 # -- stand-ins ---------------------------------------------------------------------------------------
 
@@ -150,6 +150,23 @@ def text_reply(*deltas: str, region: str = "scripted", turn_id: str = "turn") ->
     events: list[RoutedEvent] = [Routed(region=region)]
     events += [TextDelta(turn_id=turn_id, delta=d) for d in deltas]
     events.append(TurnDone(turn_id=turn_id, region=region, status="completed", text="".join(deltas)))
+    return events
+
+
+def called(
+    name: str, arguments: str = "{}", *, said: str = "", region: str = "scripted", turn_id: str = "turn"
+) -> list[RoutedEvent]:
+    """A region's answer that ends in a function call: routed, ``said`` spoken first (if any), the
+    call (with the region's own id), done."""
+    events: list[RoutedEvent] = [Routed(region=region)]
+    for i, sentence in enumerate(split_sentences(said) if said else []):
+        events += [
+            TextDelta(turn_id=turn_id, delta=sentence + " "),
+            clause(sentence, index=i, turn_id=turn_id),
+        ]
+    call = ToolCall(id=f"{region}-call", name=name, arguments=arguments)
+    events.append(ToolCalls(turn_id=turn_id, calls=[call]))
+    events.append(TurnDone(turn_id=turn_id, region=region, status="completed", text=said))
     return events
 
 
@@ -320,6 +337,7 @@ __all__ = [
     "ScriptedTurn",
     "SessionHarness",
     "ToneVoice",
+    "called",
     "clause",
     "heard",
     "memory_services",

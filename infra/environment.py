@@ -2,17 +2,21 @@
 
 The checkout is never written to: modules and the environment are copied into
 ``<state_root>/work`` and Terraform runs there, with its state, variables, pid and log files
-beside it. ``up`` is idempotent and replaces any process that died; ``down`` verifies that no
-process and no listening port is left.
+beside it. ``up`` is idempotent and replaces any process that died; ``heal`` does only that, fast,
+for a supervisor; ``down`` verifies that no process and no listening port is left. One operation
+at a time per environment (a file lock): a supervisor's heal and a person's ``infra up`` queue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
+import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,11 +55,14 @@ class Deployment:
     """Registry records: id, url, location {lat, lon}, residency, capacity."""
     llm_url: str = ""
     processes: list[ProcessSpec] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    """id, url (http), location {lat, lon} of each edge (none when the env runs regions only)."""
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> Deployment:
         return cls(
             regions=list(outputs.get("regions") or []),
+            edges=list(outputs.get("edges") or []),
             llm_url=str(outputs.get("llm_url") or ""),
             processes=[ProcessSpec.from_output(a, v) for a, v in (outputs.get("processes") or {}).items()],
         )
@@ -74,7 +81,10 @@ class Environment:
         toolchain: Toolchain,
         report: Report = _quiet,
         source_root: Path = INFRA_ROOT,
+        process_env: Mapping[str, str] | None = None,
     ) -> None:
+        """``process_env`` goes to every Terraform run, so to every process it starts (never a secret:
+        a tag by which every process of this deployment can be found)."""
         if not (source_root / "envs" / name).is_dir():
             raise EnvironmentMissing(
                 f"no environment '{name}' under {source_root / 'envs'}; choose one of: "
@@ -87,9 +97,36 @@ class Environment:
         self.run_dir = state_root / "run"
         self.report = report
         self.terraform = TerraformAdapter(
-            self.work / "envs" / name, toolchain=toolchain, state=state_root / "terraform.tfstate"
+            self.work / "envs" / name,
+            toolchain=toolchain,
+            state=state_root / "terraform.tfstate",
+            extra_env=process_env,
         )
         self._variables_file = state_root / "variables.json"
+        self._lock_file = state_root / "operation.lock"
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, timeout_s: float = 600.0) -> AsyncIterator[None]:
+        """One up/heal/down at a time for this environment, across processes (flock; released by
+        the kernel if the holder dies)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise InfraError(
+                            f"another voicemesh command has been changing {self.name} for {timeout_s:.0f} s; "
+                            "wait for it, or stop it, and retry"
+                        ) from None
+                    await asyncio.sleep(0.2)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     # -- variables ---------------------------------------------------------------------------
 
@@ -127,26 +164,59 @@ class Environment:
     def deployment(self) -> Deployment:
         return Deployment.from_outputs(self.terraform.outputs())
 
+    def planned_variables(self, given: Mapping[str, object]) -> dict[str, object]:
+        """The variables the next ``up`` with ``given`` would apply (what a caller records first)."""
+        return self._variables(given)
+
     async def up(self, variables: Mapping[str, object]) -> Deployment:
         """Create what is missing, restart what died; a healthy deployment is left as it is."""
-        values = self._variables(variables)
-        self._sync_sources()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(self.terraform.init)
-        dead = [p for p in self.deployment().processes if not is_alive(read_pid(p.pid_file), p.match)]
-        for p in dead:
-            self.report(f"{p.name}: its process is gone; Terraform will start it again")
-        self._variables_file.write_text(json.dumps(values, indent=1))
-        t0 = time.monotonic()
-        self.report(f"terraform apply ({self.name}): starting processes and waiting for /health")
-        summary = await self._with_progress(
-            asyncio.to_thread(self.terraform.apply, values, replace=[p.address for p in dead])
-        )
-        self.report(f"{summary} ({time.monotonic() - t0:.1f} s)")
-        return self.deployment()
+        async with self._exclusive():
+            values = self._variables(variables)
+            self._sync_sources()
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(self.terraform.init)
+            dead = self._dead(self.deployment().processes)
+            for p in dead:
+                self.report(f"{p.name}: its process is gone; Terraform will start it again")
+            self._variables_file.write_text(json.dumps(values, indent=1))
+            t0 = time.monotonic()
+            self.report(f"terraform apply ({self.name}): starting processes and waiting for /health")
+            summary = await self._with_progress(
+                asyncio.to_thread(self.terraform.apply, values, replace=[p.address for p in dead])
+            )
+            self.report(f"{summary} ({time.monotonic() - t0:.1f} s)")
+            return self.deployment()
+
+    @staticmethod
+    def _dead(processes: Sequence[ProcessSpec]) -> list[ProcessSpec]:
+        return [p for p in processes if not is_alive(read_pid(p.pid_file), p.match)]
+
+    async def heal(self, processes: Sequence[ProcessSpec]) -> list[ProcessSpec]:
+        """Re-provision those of ``processes`` that are (still) dead: ``apply -replace`` with the last
+        run's variables, without re-copying sources or re-running init (what a supervisor needs
+        fast). Returns what was replaced (nothing when someone else healed them first)."""
+        async with self._exclusive():
+            # Again, under the lock; and only what the state still holds (after `infra down`
+            # there is nothing to bring back: a -replace of it would create everything again).
+            known = self.terraform.addresses()
+            dead = [p for p in self._dead(processes) if p.address in known]
+            if not dead:
+                return []
+            if not (self.terraform.workdir / ".terraform").is_dir():
+                self._sync_sources()
+                await asyncio.to_thread(self.terraform.init)
+            values = self._variables({})
+            await asyncio.to_thread(
+                self.terraform.apply, values, replace=[p.address for p in dead], refresh=False
+            )
+            return dead
 
     async def down(self) -> None:
         """Destroy everything, then check that no process and no listening port is left."""
+        async with self._exclusive():
+            await self._down()
+
+    async def _down(self) -> None:
         before = self.deployment()
         if not self.terraform.state.exists():
             self.report(f"{self.name}: nothing deployed")

@@ -82,7 +82,7 @@ def is_alive(pid: int | None, match: str = "") -> bool:
 def port_open(url: str) -> bool:
     """Whether anything accepts TCP connections on ``url``'s host and port."""
     parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = parts.port or {"https": 443, "redis": 6379}.get(parts.scheme, 80)
     with contextlib.suppress(OSError), socket.create_connection((parts.hostname or "127.0.0.1", port), 0.5):
         return True
     return False
@@ -111,11 +111,31 @@ def no_headers(_spec: ProcessSpec) -> Mapping[str, str]:
     return {}
 
 
+async def _ping_redis(url: str, timeout_s: float) -> tuple[bool, str]:
+    """A Redis ``PING`` in its wire protocol (a redis:// process has no HTTP health URL)."""
+    parts = urlsplit(url)
+    try:
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await asyncio.open_connection(parts.hostname or "127.0.0.1", parts.port or 6379)
+            try:
+                writer.write(b"PING\r\n")
+                await writer.drain()
+                line = (await reader.readline()).decode(errors="replace").strip()
+            finally:
+                writer.close()
+    except (OSError, TimeoutError) as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    return line == "+PONG", f"PING: {line or '(no answer)'}"
+
+
 async def check(
     spec: ProcessSpec, client: httpx.AsyncClient, headers_for: HeadersFor = no_headers
 ) -> ProcessStatus:
     pid = read_pid(spec.pid_file)
     alive = is_alive(pid, spec.match)
+    if spec.health_url.startswith("redis://"):
+        healthy, detail = await _ping_redis(spec.health_url, float(client.timeout.connect or 3.0))
+        return ProcessStatus(spec, pid, alive, healthy and alive, detail)
     try:
         response = await client.get(spec.health_url, headers=dict(headers_for(spec)))
         healthy, detail = response.is_success, _summary(response)

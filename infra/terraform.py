@@ -17,6 +17,7 @@ python-terraform (2019) needs care with Terraform 1.x, and every quirk is handle
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -32,8 +33,11 @@ from infra.errors import TerraformFailed
 from infra.tooling import Toolchain
 
 _ENV_LOCK = threading.Lock()
+LOCK_TIMEOUT = "120s"
+"""How long an apply waits for another one's state lock (a supervisor healing while `infra up` runs)."""
 # It logs every failure's raw stderr as bytes at WARNING; the errors raised here carry it readably.
 logging.getLogger("python_terraform").setLevel(logging.ERROR)
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -53,6 +57,23 @@ def _environ(extra: Mapping[str, str]) -> Iterator[None]:
                     os.environ[key] = value
 
 
+def _set_aside_if_damaged(state: Path) -> None:
+    """A Terraform killed while writing its state leaves an empty or cut file, which python-terraform
+    cannot even load. Its processes are found without it (pid files, the deployment tag): move it
+    aside (``.damaged``) so Terraform starts from an empty state instead of failing forever."""
+    try:
+        text = state.read_text()
+        if text.strip():
+            json.loads(text)
+            return
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        pass
+    log.warning("Terraform state %s is damaged (an interrupted run); moved aside to .damaged", state)
+    state.replace(state.with_name(state.name + ".damaged"))
+
+
 def _tail(text: str | None, lines: int = 40) -> str:
     return "\n".join((text or "").strip().splitlines()[-lines:])
 
@@ -60,16 +81,21 @@ def _tail(text: str | None, lines: int = 40) -> str:
 class TerraformAdapter:
     """Terraform in ``workdir`` with its state in ``state`` (both outside the checkout)."""
 
-    def __init__(self, workdir: Path, *, toolchain: Toolchain, state: Path) -> None:
+    def __init__(
+        self, workdir: Path, *, toolchain: Toolchain, state: Path, extra_env: Mapping[str, str] | None = None
+    ) -> None:
         self.workdir = workdir
         self.state = state
         self._toolchain = toolchain
+        self._env = {**toolchain.env(), **(extra_env or {})}
+        """What every Terraform run (and so every process its provisioners start) gets besides ours."""
+        _set_aside_if_damaged(state)
         self._tf = Terraform(
             working_dir=str(workdir), state=str(state), terraform_bin_path=str(toolchain.terraform)
         )
 
     def _run(self, what: str, call: Any, *, ok: Sequence[int] = (0,), hint: str) -> tuple[int, str]:
-        with _environ(self._toolchain.env()):
+        with _environ(self._env):
             rc, out, err = call()
         if rc not in ok:
             raise TerraformFailed(
@@ -94,11 +120,21 @@ class TerraformAdapter:
         )
         return rc == 2
 
-    def apply(self, variables: Mapping[str, object], *, replace: Sequence[str] = ()) -> str:
-        """Create or update everything; ``replace`` forces those addresses to be recreated."""
+    def apply(
+        self, variables: Mapping[str, object], *, replace: Sequence[str] = (), refresh: bool = True
+    ) -> str:
+        """Create or update everything; ``replace`` forces those addresses to be recreated.
+        ``refresh=False`` skips reading every resource back first (a null_resource has nothing to
+        read: it only costs time when a supervisor is healing)."""
         _, out = self._run(
             "apply",
-            lambda: self._tf.apply(skip_plan=True, var=dict(variables), replace=list(replace) or None),
+            lambda: self._tf.apply(
+                skip_plan=True,
+                var=dict(variables),
+                replace=list(replace) or None,
+                lock_timeout=LOCK_TIMEOUT,
+                refresh=None if refresh else False,
+            ),
             hint="Read the provisioner output above (it ends with the process log), fix it, run `up` again.",
         )
         return _summary(out)
@@ -106,7 +142,9 @@ class TerraformAdapter:
     def destroy(self, variables: Mapping[str, object]) -> str:
         _, out = self._run(
             "destroy",
-            lambda: self._tf.destroy(force=IsNotFlagged, auto_approve=IsFlagged, var=dict(variables)),
+            lambda: self._tf.destroy(
+                force=IsNotFlagged, auto_approve=IsFlagged, var=dict(variables), lock_timeout=LOCK_TIMEOUT
+            ),
             hint="Run `voicemesh infra down` again; if it keeps failing, stop the processes listed by "
             "`voicemesh infra status` by hand and delete the state file.",
         )
@@ -131,6 +169,23 @@ class TerraformAdapter:
         with _environ(self._toolchain.env()):
             found = self._tf.output(name, full_value=True, state=str(self.state))
         return None if found is None else found["value"]
+
+    def addresses(self) -> set[str]:
+        """Every resource instance's address, read from the state file itself (no Terraform run:
+        a supervisor asks this before each heal). Empty when nothing is deployed."""
+        try:
+            state = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return set()
+        found = set()
+        for r in state.get("resources", []):
+            if r.get("mode") != "managed":
+                continue
+            base = ".".join(p for p in (r.get("module", ""), r["type"], r["name"]) if p)
+            for inst in r.get("instances", []):
+                key = inst.get("index_key")
+                found.add(base if key is None else f"{base}[{json.dumps(key)}]")
+        return found
 
     def resources(self) -> list[str]:
         """Addresses in the state (``terraform state list``)."""

@@ -7,7 +7,9 @@ the same stages one after another (whole transcript, whole answer, whole synthes
 
 A turn with empty typed text is answered without user words (``answers_unprompted``). A text-only
 turn (``output_audio`` false) streams the LLM's text and never calls TTS; a ``transcribe_only`` turn
-ends after its transcript (no LLM, no TTS).
+ends after its transcript (no LLM, no TTS). Function calls the LLM makes are checked against the
+turn's tools (``region.tools.check_call``: a bad one fails the turn with ``InvalidToolCall``) and
+sent as one ``tool_calls`` event after the audio of every clause before them.
 
 Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
 ``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
@@ -25,13 +27,14 @@ from dataclasses import dataclass, field
 
 from region.cancel import CancelToken
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
+from region.tools import check_call
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.tasks import cancel_and_wait
 from wire.text import ClauseChunker
-from wire.turn import AudioClause, TextDelta, Transcript, TurnStart
+from wire.turn import AudioClause, TextDelta, ToolCall, ToolCalls, Transcript, TurnStart
 
-PipelineEvent = Transcript | TextDelta | ClauseAudio
+PipelineEvent = Transcript | TextDelta | ClauseAudio | ToolCalls
 
 
 def answers_unprompted(start: TurnStart) -> bool:
@@ -53,6 +56,16 @@ class Turn:
     text: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     t0: float = field(default_factory=time.perf_counter)
+    calls: list[ToolCall] = field(default_factory=list)
+    """The function calls of the answer, checked."""
+
+    def call(self, call: ToolCall) -> None:
+        """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
+        check_call(call, self.start.tools)
+        self.calls.append(call)
+
+    def calls_event(self) -> ToolCalls | None:
+        return ToolCalls(turn_id=self.start.turn_id, calls=list(self.calls)) if self.calls else None
 
     def mark(self, name: str, since: float | None = None) -> None:
         """Record ``name`` as seconds since ``since`` (default: the turn's start), once."""
@@ -139,7 +152,7 @@ class StreamingPipeline(Pipeline):
         if not self.answers(turn, user_text):
             return
         out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
-        clauses: asyncio.Queue[str | None] = asyncio.Queue()
+        clauses: asyncio.Queue[str | ToolCalls | None] = asyncio.Queue()
         writer = asyncio.create_task(self._write(turn, user_text, out, clauses), name="llm")
         speaker = asyncio.create_task(self._speak_all(turn, out, clauses), name="tts")
         try:
@@ -155,7 +168,7 @@ class StreamingPipeline(Pipeline):
 
     async def _write(
         self, turn: Turn, user_text: str, out: asyncio.Queue[PipelineEvent | BaseException | _End],
-        clauses: asyncio.Queue[str | None],
+        clauses: asyncio.Queue[str | ToolCalls | None],
     ) -> None:  # fmt: skip
         chunker = self.stages.chunker()
         speaks = turn.start.output_audio  # a text-only turn sends no clause to TTS
@@ -163,6 +176,9 @@ class StreamingPipeline(Pipeline):
         try:
             async for delta in self.stages.llm.stream(turn.start, user_text):
                 turn.mark("llm_ttft_s", t)
+                if isinstance(delta, ToolCall):
+                    turn.call(delta)
+                    continue
                 turn.text += delta
                 out.put_nowait(TextDelta(turn_id=turn.start.turn_id, delta=delta))
                 for clause in chunker.feed(delta) if speaks else ():
@@ -171,6 +187,8 @@ class StreamingPipeline(Pipeline):
             if speaks and (last := chunker.flush()):
                 turn.mark("first_clause_s")
                 clauses.put_nowait(last)
+            if calls := turn.calls_event():  # behind the clauses: sent after their audio
+                clauses.put_nowait(calls)
             turn.mark("llm_s", t)
         except Exception as exc:
             out.put_nowait(exc)
@@ -181,12 +199,14 @@ class StreamingPipeline(Pipeline):
         self,
         turn: Turn,
         out: asyncio.Queue[PipelineEvent | BaseException | _End],
-        clauses: asyncio.Queue[str | None],
+        clauses: asyncio.Queue[str | ToolCalls | None],
     ) -> None:
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
-                if spoken := await self.speak(turn, index, clause):
+                if isinstance(clause, ToolCalls):
+                    out.put_nowait(clause)
+                elif spoken := await self.speak(turn, index, clause):
                     out.put_nowait(spoken)
                     index += 1
             out.put_nowait(_End())
@@ -204,10 +224,16 @@ class NaivePipeline(Pipeline):
         if not self.answers(turn, user_text):
             return
         t = time.perf_counter()
-        turn.text = "".join([delta async for delta in self.stages.llm.stream(turn.start, user_text)])
+        async for delta in self.stages.llm.stream(turn.start, user_text):
+            if isinstance(delta, ToolCall):
+                turn.call(delta)
+            else:
+                turn.text += delta
         turn.mark("llm_s", t)
         yield TextDelta(turn_id=turn.start.turn_id, delta=turn.text)
         speaks = turn.start.output_audio and turn.text.strip()
         if speaks and (audio := await self.speak(turn, 0, turn.text)):
             turn.mark("first_audio_s")
             yield audio
+        if calls := turn.calls_event():
+            yield calls

@@ -2,8 +2,8 @@
 ``region.backends``; in-memory stand-ins live in ``region.testing``).
 
 * ``SpeechToText``: 16 kHz speech -> text (``region.stt.Transcriber``: faster-whisper).
-* ``LlmClient``: the answer to a turn, streamed as text deltas (``region.llm.VllmClient``: vLLM's
-  OpenAI-compatible API over httpx).
+* ``LlmClient``: the answer to a turn, streamed as text deltas, then its function calls
+  (``region.llm.VllmClient``: vLLM's OpenAI-compatible API over httpx).
 * ``TextToSpeech``: one clause -> 24 kHz audio (``region.tts.Synthesizer``: Kokoro on onnxruntime).
 
 Cancelling a turn must stop every stage at once. STT and TTS run in worker threads, which asyncio
@@ -20,7 +20,7 @@ from typing import Protocol
 from region.cancel import CancelToken
 from wire.audio import FloatAudio
 from wire.errors import RegionError, UnknownVoice
-from wire.turn import TurnStart
+from wire.turn import ToolCall, TurnStart
 
 
 class LlmError(RegionError):
@@ -52,10 +52,11 @@ class LlmClient(Model, Protocol):
         """Where the model is served (shown in ``/health`` and in start-up reports)."""
         ...
 
-    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str]:
-        """The visible answer to ``user_text`` as it is generated. After a failover
-        (``start.heard_text``) it continues that text instead of starting a new answer.
-        Closing the iterator aborts the request. Raises ``LlmError``."""
+    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall]:
+        """The visible answer to ``user_text`` as it is generated, then (with ``start.tools``) the
+        function calls it makes, each whole (the pipeline checks them: ``region.tools.check_call``).
+        After a failover (``start.heard_text``) it continues that text instead of starting a new
+        answer. Closing the iterator aborts the request. Raises ``LlmError``."""
         ...
 
     async def aclose(self) -> None: ...

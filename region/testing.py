@@ -25,7 +25,7 @@ from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
 from wire.audio import REGION_OUT_RATE, FloatAudio
-from wire.turn import RegionMessage, TurnStart, decode_region
+from wire.turn import RegionMessage, ToolCall, TurnStart, decode_region
 
 
 class MemoryChannel:
@@ -136,7 +136,8 @@ class ScriptedLlm:
     """Stands in for vLLM where the model's words are not under test: streams ``reply`` a word per
     delta. After a failover (``heard_text``) it continues after what was heard when ``reply`` starts
     with it, as vLLM does with ``continue_final_message``. With a ``hold`` the stream pauses before
-    delta ``hold_at``, like a model still writing."""
+    delta ``hold_at``, like a model still writing. ``calls`` end the answer (when the turn has
+    tools and its ``tool_choice`` is not ``"none"``), as vLLM's calls do."""
 
     ready = True
     url = "memory://scripted-llm"
@@ -147,8 +148,10 @@ class ScriptedLlm:
         *,
         hold: Hold | None = None,
         hold_at: int = 0,
+        calls: Sequence[ToolCall] = (),
     ) -> None:
         self.reply = reply
+        self.calls = list(calls)
         self.hold = hold
         self.hold_at = hold_at
         self.requests: list[tuple[TurnStart, str]] = []
@@ -160,7 +163,7 @@ class ScriptedLlm:
     async def load(self) -> None:
         pass
 
-    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str]:
+    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall]:
         self.requests.append((start, user_text))
         reply = self.reply
         if start.heard_text and reply.startswith(start.heard_text):
@@ -174,6 +177,9 @@ class ScriptedLlm:
                     await self.hold.wait()
                 await asyncio.sleep(0)  # other tasks run between tokens, as with a network stream
                 yield delta
+            if start.tools and start.tool_choice != "none":
+                for call in self.calls:
+                    yield call
             finished = True
         finally:
             self.open_streams -= 1

@@ -5,7 +5,9 @@ from __future__ import annotations
 from region.settings import LimitSettings
 from wire.audio import STT_RATE
 from wire.errors import BadAudio, BadEvent, HistoryTooLong, TextTooLong
-from wire.turn import TurnStart
+from wire.turn import NamedTool, TurnStart
+
+MAX_TOOLS = 128
 
 
 def check_start(start: TurnStart, limits: LimitSettings) -> None:
@@ -31,6 +33,7 @@ def check_start(start: TurnStart, limits: LimitSettings) -> None:
             raise TextTooLong(f"{name} has {len(value)} characters; the limit is {limits.max_text_chars}")
     if start.max_output_tokens < 1:
         raise BadEvent("max_output_tokens must be at least 1")
+    check_tools(start)
     speaks_text = start.text is not None or start.transcript is not None
     if start.audio_bytes < 0:
         raise BadAudio("audio_bytes cannot be negative")
@@ -65,3 +68,15 @@ def check_audio_frame(start: TurnStart, frame: bytes, limits: LimitSettings) -> 
     check_audio_length(len(frame), limits)
     if len(frame) != start.audio_bytes:
         raise BadAudio(f"turn.start announced {start.audio_bytes} audio bytes but the frame has {len(frame)}")
+
+
+def check_tools(start: TurnStart) -> None:
+    """Tools named, unique and bounded; a named ``tool_choice`` names one of them."""
+    if len(start.tools) > MAX_TOOLS:
+        raise BadEvent(f"{len(start.tools)} tools; this region accepts at most {MAX_TOOLS}")
+    names = [t.name for t in start.tools]
+    if any(not n for n in names) or len(set(names)) != len(names):
+        raise BadEvent("every tool needs a name of its own")
+    choice = start.tool_choice
+    if isinstance(choice, NamedTool) and choice.name not in names:
+        raise BadEvent(f"tool_choice names {choice.name!r}, which is not one of the tools")

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from wire.client import ClauseAudio
 from wire.errors import ProtocolError
-from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnQueued, TurnStart
+from wire.turn import TextDelta, ToolCalls, Transcript, TurnAdmitted, TurnDone, TurnQueued, TurnStart
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +78,10 @@ class ClientRefused:
         return ProtocolError(self.message, code=self.code)
 
 
-RegionProgress = TurnQueued | TurnAdmitted | Transcript | TextDelta | ClauseAudio | TurnDone
+RegionProgress = TurnQueued | TurnAdmitted | Transcript | TextDelta | ClauseAudio | ToolCalls | TurnDone
 """What a region says about a turn that the edge relays (``TurnDone`` only when completed or
-cancelled: a failed one is a region failure, handled by the router)."""
+cancelled: a failed one is a region failure, handled by the router). ``ToolCalls`` comes at most
+once per turn, however many regions served it."""
 
 RoutedEvent = RegionProgress | Routed | FailedOver | Degraded | ClientRefused
 

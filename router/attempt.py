@@ -28,6 +28,7 @@ from wire.client import ClauseAudio, RegionConnection, RegionEvent
 from wire.errors import RegionBusy, RegionDisconnected, RegionError, decode_error
 from wire.turn import (
     TextDelta,
+    ToolCalls,
     Transcript,
     TurnAdmitted,
     TurnDone,
@@ -82,6 +83,8 @@ class RegionAttempt:
         self.warm: bool | None = None
         """Whether the attempt ran on a pooled connection (no handshake on the turn's path)."""
         self.done: TurnDone | None = None
+        self.called = False
+        """The region's function calls were passed on: the answer is over, whatever happens next."""
 
     def _request(self, start: TurnStart, audio: bytes | None) -> tuple[TurnStart, bytes | None]:
         progress = self.progress
@@ -180,6 +183,8 @@ class RegionAttempt:
                 _shown(self.progress, ev.delta)
         elif isinstance(ev, Transcript):
             self.progress.transcript = ev.text
+        elif isinstance(ev, ToolCalls):
+            self.called = True
         elif isinstance(ev, TurnRejected):
             self.disposition = Disposition.RELEASE
             raise RegionBusy(

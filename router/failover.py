@@ -10,6 +10,11 @@ turn ends in ``Degraded``. Each region's try is a ``RegionAttempt`` (``router.at
 A request the region refused as the client's fault (a ``ProtocolError``: text too long, unknown
 voice, a prompt the LLM refused) ends the turn in ``ClientRefused``: another region would refuse it
 too, so it is neither retried nor counted against the region's breaker.
+
+Function calls (``tool_calls``) come from a region whole, once; an answer ends with them. A region
+that fails before sending them has sent nothing of them: the next region writes them again. One
+that fails after they were passed on still counts against its breaker, but the turn does not move:
+the edge has the calls and the answer is over, so the turn completes with them (no second call).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from router.failover_log import FailoverRecord
 from router.health import RegionHealth, Score
 from wire.client import ClauseAudio
 from wire.errors import BreakerOpen, ProtocolError, RegionBusy, RegionError
-from wire.turn import TextDelta, TurnStart
+from wire.turn import TextDelta, ToolCalls, TurnDone, TurnStart
 
 if TYPE_CHECKING:
     from router.core import Router
@@ -112,6 +117,9 @@ class TurnFailover:
                 log.warning(
                     "turn %s: region %s failed (%s): %s", self.start.turn_id, region.id, exc.code, exc
                 )
+                if attempt.called:  # the edge has this answer's calls: it is over, not to be redone
+                    yield self._called_done(region.id)
+                    return
                 self.failed, self.failed_at = exc, time.perf_counter()
                 continue
             except BaseException:
@@ -132,8 +140,20 @@ class TurnFailover:
             return
 
     def _reaches_user(self, ev: RoutedEvent) -> bool:
-        """The answer itself: a clause's audio, or for a text-only turn its text."""
-        return isinstance(ev, ClauseAudio) or (not self.start.output_audio and isinstance(ev, TextDelta))
+        """The answer itself: a clause's audio, a function call, or for a text-only turn its text."""
+        if isinstance(ev, ClauseAudio | ToolCalls):
+            return True
+        return not self.start.output_audio and isinstance(ev, TextDelta)
+
+    def _called_done(self, region: str) -> TurnDone:
+        """The ending of a turn whose region failed after its function calls were passed on."""
+        return TurnDone(
+            turn_id=self.start.turn_id,
+            region=region,
+            status="completed",
+            transcript=self.progress.transcript or "",
+            text=self.progress.heard_text,
+        )
 
     def _note_gap(self, warm: bool | None) -> None:
         """The next region's first audio (text, for a text-only turn): the failover is over. Noted on

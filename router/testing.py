@@ -29,6 +29,8 @@ from wire.turn import (
     TURN_PATH,
     AudioClause,
     TextDelta,
+    ToolCall,
+    ToolCalls,
     Transcript,
     TurnAdmitted,
     TurnCancel,
@@ -70,6 +72,14 @@ class Voice:
 
 
 @dataclass(frozen=True)
+class Call:
+    """One ``tool_calls`` message: a call to ``name`` with ``arguments`` (JSON text)."""
+
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True)
 class Done:
     """``turn.done`` (``completed`` or ``failed``)."""
 
@@ -101,7 +111,7 @@ class Hang:
     until: asyncio.Event | None = None
 
 
-Step = Admit | Hear | Say | Voice | Done | Reject | Fail | Crash | Hang
+Step = Admit | Hear | Say | Voice | Call | Done | Reject | Fail | Crash | Hang
 Script = Callable[[TurnStart], Sequence[Step]]
 
 
@@ -212,6 +222,9 @@ class ScriptedRegion:
                 await ws.send(encode(clause))
                 await ws.send(_PCM_PER_CLAUSE)
                 index += 1
+            elif isinstance(step, Call):
+                call = ToolCall(id=f"{self.id}-call-{index}", name=step.name, arguments=step.arguments)
+                await ws.send(encode(ToolCalls(turn_id=turn, calls=[call])))
             elif isinstance(step, Done):
                 await ws.send(encode(TurnDone(turn_id=turn, region=self.id, status=step.status, text=text)))
             elif isinstance(step, Reject):

@@ -107,7 +107,10 @@ class VllmServer:
         self._report(f"vLLM: starting {s.served_name} on {self.host}:{self.port} (CPU start takes ~40-60 s)")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        self._proc = spawn(self.command(), log_path=self.log_path, env={**os.environ, **s.vllm_env})
+        # die_with_parent: a SIGKILLed `llm serve` / `region serve` takes its vLLM along (issue 14).
+        self._proc = spawn(
+            self.command(), log_path=self.log_path, env={**os.environ, **s.vllm_env}, die_with_parent=True
+        )
         self._pump = asyncio.create_task(self._follow_log(offset, t0), name="vllm log")
         try:
             took = await wait_healthy(

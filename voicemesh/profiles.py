@@ -58,6 +58,11 @@ class Profile:
         return [Path(c) for c in candidates if c.startswith("/")]
 
 
+TOOL_PARSER_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
+"""``tool_choice: "auto"``: vLLM finds calls in what the model writes with Qwen3's parser (hermes).
+SmolLM2 rarely writes one, so on the cpu profile forced calls (``"required"``, a named function) are
+what works: the region asks for those as structured output (``region/tools.py``)."""
+
 _VLLM_CPU_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}
 
 
@@ -78,7 +83,14 @@ def cpu_profile() -> Profile:
             model=str(models / SMOLLM2_HF),
             served_name="smollm2-135m-instruct",
             runtime_python=str(runtime_python()),
-            vllm_args=("--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"),
+            vllm_args=(
+                "--dtype",
+                "bfloat16",
+                "--max-model-len",
+                "2048",
+                "--enforce-eager",
+                *TOOL_PARSER_ARGS,
+            ),
             vllm_env=_VLLM_CPU_ENV,
         ),
         tts=TtsSettings(
@@ -107,7 +119,15 @@ def gpu_profile() -> Profile:
             model="Qwen/Qwen3-8B",
             served_name="qwen3-8b",
             runtime_python=str(runtime_python()),
-            vllm_args=("--dtype", "auto", "--max-model-len", "8192", "--gpu-memory-utilization", "0.85"),
+            vllm_args=(
+                "--dtype",
+                "auto",
+                "--max-model-len",
+                "8192",
+                "--gpu-memory-utilization",
+                "0.85",
+                *TOOL_PARSER_ARGS,
+            ),
             vllm_env={"HF_HOME": str(models / "hf")},
             # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
             chat_template_kwargs={"enable_thinking": False},

@@ -20,6 +20,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection, AsyncRealtimeConnectionManager
+from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingOverrides
 
 from wire.audio import CLIENT_RATE, FloatAudio, float_to_pcm16
 
@@ -42,17 +43,46 @@ def client(url: str, api_key: str) -> AsyncOpenAI:
 
 
 def connect(
-    url: str, api_key: str, *, model: str = "voicemesh", max_retries: int | None = None
-) -> AsyncRealtimeConnectionManager:
+    url: str, api_key: str, *, model: str = "voicemesh", max_retries: int | None = None,
+    resume: Resuming | None = None,
+) -> AsyncRealtimeConnectionManager:  # fmt: skip
     """``async with connect(...) as conn``: one Realtime session on the edge at ``url``.
 
     ``max_retries=0`` turns off the SDK's reconnects (a tool that must see a dropped session as one);
-    ``None`` keeps the SDK's default.
+    ``None`` keeps the SDK's default. ``resume``: the SDK's reconnects resume the session (on any
+    edge behind ``url``: ``docs/resume.md``); with ``resume.session_id`` set, the first connection
+    resumes it too.
     """
     rt = client(url, api_key).realtime
-    if max_retries is None:
-        return rt.connect(model=model)
-    return rt.connect(model=model, max_retries=max_retries)
+    options: dict[str, Any] = {} if max_retries is None else {"max_retries": max_retries}
+    if resume is not None:
+        options["on_reconnecting"] = resume
+        if resume.session_id:
+            options["extra_query"] = {"session_id": resume.session_id}
+    return rt.connect(model=model, **options)
+
+
+@dataclass
+class Resuming:
+    """The SDK's ``on_reconnecting`` hook that resumes the session (``docs/resume.md``): call
+    ``seen(event)`` on ``session.created`` (or set ``session_id``); ``reconnects`` counts its uses."""
+
+    session_id: str = ""
+    reconnects: int = 0
+
+    def seen(self, event: Any) -> None:
+        if getattr(event, "type", "") == "session.created":
+            self.session_id = str((event.session.model_extra or {}).get("id", "")) or self.session_id
+
+    def __call__(self, event: ReconnectingEvent) -> ReconnectingOverrides | None:
+        if not self.session_id:
+            return None  # nothing to resume yet: a plain reconnect
+        self.reconnects += 1
+        return {"extra_query": {**event.extra_query, "session_id": self.session_id}}
+
+
+def resuming(session_id: str = "") -> Resuming:
+    return Resuming(session_id)
 
 
 def session_config(

@@ -18,6 +18,8 @@ the classes below, so every error a region can send about a request must be decl
     * HistoryTooLong - the conversation history exceeds the configured limit
     * LlmRefused - the LLM server refused the request as invalid (HTTP 4xx: prompt over the
       model's context, max tokens out of range)
+    * InvalidToolCall - the model's function call names no tool of the request, or its arguments
+      do not validate against the tool's schema (reported, never passed on as a call)
   * RegionError - a region could not serve a turn; the router may fail over
     * RegionUnavailable - could not connect, or the connection failed
       * RegionDisconnected - the connection dropped while a turn was in flight
@@ -75,6 +77,13 @@ class HistoryTooLong(ProtocolError):
 
 class LlmRefused(ProtocolError):
     code = "llm_refused"
+
+
+class InvalidToolCall(ProtocolError):
+    """Not the region's failure: its model answered the request's tools wrongly, as another region's
+    model would be asked to (no failover, no breaker count)."""
+
+    code = "invalid_tool_call"
 
 
 class RegionError(VoicemeshError):

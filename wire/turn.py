@@ -15,6 +15,8 @@ region -> edge, in this order
     ``text.delta``*   the assistant's text as it is generated
     ``audio.clause``* a clause's text, then one binary frame: 24 kHz mono PCM16 of that clause
                       (none when ``output_audio`` is false: a text-only answer, no synthesis)
+    ``tool_calls``    at most one, after the audio of every clause before it: the function calls
+                      that end the answer, each complete and valid against its tool's schema
     ``turn.done``     status and per-stage timings
     ``error``         a request the region cannot act on; the connection stays usable
 
@@ -22,22 +24,59 @@ Regions keep no conversation state: a turn carries its history, voice and instru
 that fails over mid-answer carries ``transcript`` (skip STT) and ``heard_text`` (the part of the
 answer the user already heard): the next region continues after it without repeating it.
 
+Function calling: ``turn.start`` carries the client's ``tools`` (name, description, JSON-schema
+``parameters``) and ``tool_choice``; its history carries earlier calls (an assistant message with
+``tool_calls``) and their results (role ``tool`` with ``tool_call_id``), in OpenAI's chat shape. A
+region sends a turn's calls once, all together and only once they are whole and valid, so a region
+dying mid-call has sent nothing of it (the next region writes it again), and a call that reached
+the edge is never sent twice. Call ids on the client's side are the edge's: a region's ``id`` is
+its own. Arguments that do not validate end the turn with an ``invalid_tool_call`` error.
+
 A turn with ``transcribe_only`` runs STT alone: ``transcript`` then ``turn.done`` (no LLM, no TTS);
 the edge asks for one when a client wants the transcript of audio no response answers.
 """
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import msgspec
 
 TURN_PATH = "/v1/turns"
 
 
-class Message(msgspec.Struct, frozen=True):
-    role: Literal["system", "user", "assistant"]
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One function call: ``arguments`` is JSON text (an object), as OpenAI's chat API carries it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Message(msgspec.Struct, frozen=True, omit_defaults=True):
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """An assistant message's function calls (``content`` is then often empty)."""
+    tool_call_id: str | None = None
+    """A ``tool`` message: the call whose result ``content`` is."""
+
+
+class Tool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A function the model may call; ``parameters`` is the JSON Schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class NamedTool(msgspec.Struct, frozen=True, kw_only=True):
+    """``tool_choice`` forcing one function."""
+
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedTool
 
 
 class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True):
@@ -60,6 +99,9 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     synthesis is spent. ``heard_text`` is then the text the client was shown."""
     transcribe_only: bool = False
     """Only transcribe the audio (or echo ``transcript``): ``transcript`` then ``turn.done``."""
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    """Ignored without ``tools``."""
 
 
 class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
@@ -106,6 +148,13 @@ class AudioClause(msgspec.Struct, tag="audio.clause", tag_field="type", kw_only=
     audio_bytes: int = 0
 
 
+class ToolCalls(msgspec.Struct, tag="tool_calls", tag_field="type", kw_only=True):
+    """The function calls that end the answer, whole and validated, sent once."""
+
+    turn_id: str
+    calls: list[ToolCall]
+
+
 class TurnDone(msgspec.Struct, tag="turn.done", tag_field="type", kw_only=True):
     turn_id: str
     region: str
@@ -124,7 +173,15 @@ class TurnError(msgspec.Struct, tag="error", tag_field="type", kw_only=True):
 
 ClientMessage = TurnStart | TurnCancel
 RegionMessage = (
-    TurnQueued | TurnAdmitted | TurnRejected | Transcript | TextDelta | AudioClause | TurnDone | TurnError
+    TurnQueued
+    | TurnAdmitted
+    | TurnRejected
+    | Transcript
+    | TextDelta
+    | AudioClause
+    | ToolCalls
+    | TurnDone
+    | TurnError
 )
 
 _encoder = msgspec.json.Encoder()

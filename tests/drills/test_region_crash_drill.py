@@ -62,7 +62,13 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
     # Every objective has its row; without timing bounds the gap and TTFA rows pass exactly when the
     # turns hit by the crash resumed and were answered, which no lost turn implies.
     verdicts = {v["name"]: v for v in data["verdicts"]}
-    assert set(verdicts) == {"lost_turns", "failover_gap", "fault_p95_ttfa"}
+    assert set(verdicts) == {"lost_turns", "failover_gap", "fault_p95_ttfa", "calls_lost", "calls_duplicated"}
+    # The last caller calls a function every turn (issue 13): each arrived once, crash or not.
+    assert (
+        verdicts["calls_lost"]["measured"]
+        == verdicts["calls_duplicated"]["measured"]
+        == "0 of 3 tool-calling turns"
+    )
     assert verdicts["lost_turns"]["measured"] == "0 of 6"
     assert "turns hit mid-turn" in verdicts["failover_gap"]["measured"]
     assert "never resumed" not in verdicts["failover_gap"]["measured"]

@@ -21,7 +21,7 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
 from edge.app import create_app
-from edge.auth import Authenticator
+from edge.auth import Authenticator, key_id
 from edge.client_secrets import ClientSecrets
 from edge.server import serve_edge
 from edge.services import EdgeServices
@@ -52,7 +52,7 @@ def test_idle_session_is_closed_with_a_reason_and_frees_its_slot() -> None:
         # The key's only slot is free again: a new session opens at once.
         with http.websocket_connect("/v1/realtime", headers=AUTH) as ws:
             assert ws.receive_json()["type"] == "session.created"
-    assert services.limits.active("key_" + KEY[:6] + "…") == 0
+    assert services.limits.active(key_id(KEY)) == 0
 
 
 class HangingStore(LocalStore):

@@ -88,7 +88,7 @@ async def test_each_bad_event_gets_its_error_and_the_session_carries_on() -> Non
             {
                 "type": "conversation.item.create",
                 "event_id": "evt_x",
-                "item": {"type": "function_call_output", "call_id": "c", "output": "{}"},
+                "item": {"type": "mcp_list_tools", "server_label": "x", "tools": []},
             }
         )
         assert (edge.sent[-1]["error"]["code"], edge.sent[-1]["error"]["event_id"]) == (

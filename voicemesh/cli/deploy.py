@@ -1,42 +1,52 @@
-"""``voicemesh up`` / ``voicemesh down``: the whole local deployment, the way drills exercise it.
+"""``voicemesh up`` / ``down`` / ``supervise``: the whole local deployment, the way drills exercise it.
 
-``up``: models (if missing) -> Terraform ``local`` env (one shared vLLM + two regions, or a given
-LLM) -> the registry -> the edge, started with that registry. Foreground until Ctrl-C (then all
-of it is torn down), or ``--detach`` to leave it running for ``voicemesh down``.
+``up``: models (if missing) -> Terraform ``local`` env (one shared vLLM or a given LLM, the
+regions, one redis-server and ``--edges`` edges on consecutive ports, each at its own
+pseudo-location). Foreground: it then supervises (a region that dies is re-provisioned through
+Terraform) until Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
+``voicemesh supervise`` doing that in the background until ``voicemesh down``.
+
+Whatever happens (a signal at any step, an error, a SIGKILL), what ``up`` starts is recorded first
+in the ledger and tagged (docs/lifecycle.md), so its own teardown, ``down`` or the next ``up``
+stops all of it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import contextlib
 import os
 import secrets
-import signal
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from voicemesh import paths
-from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.cli.infra import infra_down, infra_up, region_keys_path, voicemesh_executable
-from voicemesh.processes import is_alive, read_pid, spawn, stop, wait_healthy_sync
+from voicemesh.cli.common import cli, console, fail, progress, run_until_signal
+from voicemesh.cli.infra import environment, infra_down, infra_up, voicemesh_executable
+from voicemesh.cli.interrupts import Interrupted, interruptible
+from voicemesh.processes import TAG_ENV, Entry, Ledger, members, spawn
 from wire.errors import VoicemeshError
 
 ENV = "local"
+_TERRAFORM_ENTRY = f"terraform:{ENV}"
+_SUPERVISOR_ENTRY = "supervisor"
 
 
-def _edge_pid_file() -> Path:
-    return paths.state_dir() / "edge.pid"
-
-
-def api_key(name: str = "api-key", prefix: str = "vm-") -> str:
-    """One of the local deployment's keys: made once, kept (0600) in the state directory."""
+def _key_file(name: str, prefix: str) -> Path:
     path = paths.state_dir() / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o600)
         path.write_text(prefix + secrets.token_urlsafe(24))
-    return path.read_text().strip()
+    return path
+
+
+def api_key(name: str = "api-key", prefix: str = "vm-") -> str:
+    """One of the local deployment's keys: made once, kept (0600) in the state directory."""
+    return _key_file(name, prefix).read_text().strip()
 
 
 def admin_key() -> str:
@@ -44,108 +54,202 @@ def admin_key() -> str:
     return api_key("admin-key", "vma-")
 
 
-def _edge_available() -> bool:
-    return importlib.util.find_spec("voicemesh.cli.edge") is not None
+def _say(line: str) -> None:
+    """Progress that survives a closed terminal (SIGHUP): the teardown must go on regardless."""
+    with contextlib.suppress(OSError):
+        progress(line)
 
 
-def _edge_command(registry: Path, host: str, port: int) -> list[str]:
-    return [
-        voicemesh_executable(),
-        "edge",
-        "serve",
-        "--registry",
-        str(registry),
-        "--region-keys",  # made by `infra_up` before apply, the same file the regions read
-        str(region_keys_path()),
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
+def _planned_ports(variables: dict[str, object]) -> list[int]:
+    """Every port the environment will listen on with these variables (recorded before apply)."""
+
+    def num(name: str, default: int) -> int:
+        value = variables.get(name)
+        return int(value) if isinstance(value, int | str) else default
+
+    regions, edges = num("region_count", 2), num("edge_count", 0)
+    ports = [num("base_port", 9001) + i for i in range(regions)]
+    ports += [num("edge_port", 8080) + i for i in range(edges)]
+    if edges:
+        ports.append(num("redis_port", 6390))
+    if not variables.get("llm_url"):
+        ports.append(num("llm_port", 8100))
+    return ports
+
+
+async def _destroy() -> None:
+    await infra_down(ENV, report=_say)
+
+
+def _teardown(ledger: Ledger) -> list[str]:
+    from voicemesh.teardown import teardown
+
+    return asyncio.run(teardown(ledger, _destroy, _say))
+
+
+def _teardown_or_fail(ledger: Ledger, why: str, code: int = 1) -> NoReturn:
+    _say(f"{why}: stopping everything this `up` started")
+    problems = _teardown(ledger)
+    if problems:
+        fail(f"{why}; and not everything stopped: {'; '.join(problems)}. Run `voicemesh down`.", code=code)
+    _say("stopped: no process and no listening port left")
+    with contextlib.suppress(OSError):
+        console.print(f"[yellow]{why}[/yellow]")
+    sys.exit(code)
+
+
+def _take_over(ledger: Ledger) -> None:
+    """Refuse when another deployment runs here; clean up what a killed ``up`` left."""
+    from infra.processes import is_alive
+
+    if ledger.owner is not None and ledger.owner != os.getpid() and is_alive(ledger.owner, "voicemesh"):
+        fail(
+            f"a deployment is already running from {paths.state_dir()} (pid {ledger.owner}); "
+            "`voicemesh down` stops it"
+        )
+    leftovers = members(ledger)
+    if ledger.detached and leftovers:
+        fail(
+            f"a deployment is already running from {paths.state_dir()} (detached); `voicemesh down` stops it"
+        )
+    if leftovers or not ledger.is_empty():
+        _say(
+            f"an earlier `up` did not finish (left pid {', '.join(map(str, leftovers)) or '-'}): cleaning up"
+        )
+        problems = _teardown(ledger)
+        if problems:
+            fail(f"could not clean up what an earlier `up` left: {'; '.join(problems)}")
+
+
+def _start_supervisor(ledger: Ledger) -> int:
+    ledger.record(Entry(name=_SUPERVISOR_ENTRY, match="supervise"))  # before: it is tagged meanwhile
+    log = paths.state_dir() / "supervise.log"
+    proc = spawn([voicemesh_executable(), "supervise", "--env", ENV], log_path=log, env=dict(os.environ))
+    ledger.record(Entry(name=_SUPERVISOR_ENTRY, pid=proc.pid, match="supervise"))
+    ledger.owner = proc.pid
+    ledger.save()
+    return proc.pid
+
+
+async def _supervise_forever() -> None:
+    from voicemesh.supervisor import Supervisor
+
+    await Supervisor(environment(ENV, _say), report=_say).run(asyncio.Event())
 
 
 @cli.command("up")
 @click.option("--regions", type=click.IntRange(1, 3), default=2, show_default=True)
+@click.option("--edges", type=click.IntRange(1, 4), default=2, show_default=True,
+              help="Edges on consecutive ports from --port, each at its own pseudo-location.")  # fmt: skip
 @click.option("--llm-url", default=None, help="Share this OpenAI-compatible LLM instead of starting vLLM.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Edge address.")
-@click.option("--port", default=8080, show_default=True, type=int, help="Edge port.")
+@click.option("--port", default=8080, show_default=True, type=int, help="Port of the first edge.")
 @click.option("--base-port", default=9001, show_default=True, type=int, help="Port of the first region.")
-@click.option("--detach", is_flag=True, help="Leave everything running; stop it with `voicemesh down`.")
+@click.option("--redis-port", default=6390, show_default=True, type=int, help="Port of the edges' Redis.")
+@click.option("--detach", is_flag=True, help="Leave it running (supervised); stop it with `voicemesh down`.")
 @click.option("--skip-models", is_flag=True, help="Do not check the models first.")
+@click.option("--supervise/--no-supervise", default=True, show_default=True,
+              help="Re-provision a process that dies (off: a drill's region must stay dead).")  # fmt: skip
 def up(
-    regions: int, llm_url: str | None, host: str, port: int, base_port: int, detach: bool, skip_models: bool
-) -> None:
-    """Run the local deployment: regions provisioned by Terraform, then the edge in front of them."""
+    regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int, detach: bool,
+    skip_models: bool, supervise: bool,
+) -> None:  # fmt: skip
+    """Run the local deployment: regions, Redis and edges provisioned by Terraform, supervised."""
     from voicemesh.models import ensure_models
 
-    try:
-        if not skip_models:
-            progress("[1/3] models")
-            ensure_models(report=progress, runtime=llm_url is None)
-        progress("[2/3] regions (terraform, env local)" + ("" if llm_url else " with a shared vLLM"))
-        variables: dict[str, object] = {
-            "region_count": regions,
-            "base_port": base_port,
-            "llm_url": llm_url or "",
-        }
-        _, registry = asyncio.run(infra_up(ENV, variables))
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
-    key = api_key()
-    if not _edge_available():
-        # The edge command is not part of this build yet: the regions are the deployment.
-        console.print(
-            f"[yellow]no `voicemesh edge` in this build: regions are up, registry {registry}[/yellow]"
-        )
-        return
-    progress("[3/3] edge")
-    url = f"http://{host}:{port}"
-    admin = admin_key()
-    env = {**os.environ, "VOICEMESH_API_KEYS": key, "VOICEMESH_ADMIN_KEYS": admin}
-    command = _edge_command(registry, host, port)
-    log = paths.state_dir() / "edge.log" if detach else None  # in the foreground it prints here
-    proc = spawn(command, log_path=log, env=env)
-    if detach:
-        _edge_pid_file().write_text(str(proc.pid))
-    try:
-        took = wait_healthy_sync(
-            url + "/health", timeout_s=120.0, process=proc, log_path=log, what="the edge"
-        )
-    except VoicemeshError as exc:
-        stop(proc)
-        die_on_voicemesh_error(exc)
-    progress(f"edge ready after {took:.1f} s")
-    console.print(f"[green]voicemesh is up[/green]: ws{url[4:]}/v1/realtime  (status: {url}/status)")
+    state = paths.state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger.load(state)
+    with interruptible(_say):
+        try:
+            _take_over(ledger)
+            ledger.owner = os.getpid()
+            ledger.save()
+            # Inherited by everything started from here on (pip, Terraform, what it starts).
+            os.environ[TAG_ENV] = ledger.tag
+            if not skip_models:
+                _say("[1/3] models")
+                ensure_models(report=_say, runtime=llm_url is None)
+            _say(
+                "[2/3] regions, Redis and edges (terraform, env local)"
+                + ("" if llm_url else " with a shared vLLM")
+            )
+            env = environment(ENV, _say)
+            variables: dict[str, object] = {
+                "region_count": regions, "base_port": base_port, "llm_url": llm_url or "",
+                "edge_count": edges, "edge_port": port, "redis_port": redis_port,
+                "api_key_path": str(_key_file("api-key", "vm-")),
+                "admin_key_path": str(_key_file("admin-key", "vma-")),
+            }  # fmt: skip
+            planned = env.planned_variables(variables)
+            ledger.record(
+                Entry(name=_TERRAFORM_ENTRY, pid_dir=str(env.run_dir), ports=_planned_ports(planned))
+            )
+            deployment, _ = asyncio.run(infra_up(ENV, variables, report=_say))
+            _say("[3/3] supervisor" if supervise else "[3/3] no supervisor (--no-supervise)")
+            _announce(deployment.edges)
+            if detach:
+                if supervise:
+                    pid = _start_supervisor(ledger)
+                    console.print(
+                        f"running in the background, supervised (pid {pid}): `voicemesh down` stops it"
+                    )
+                else:
+                    ledger.owner, ledger.detached = None, True  # nobody runs it; `down` finds it all
+                    ledger.save()
+                    console.print("running in the background: `voicemesh down` stops it")
+                return
+            if supervise:
+                console.print("supervising: a process that dies is re-provisioned; Ctrl-C stops everything")
+                asyncio.run(_supervise_forever())
+            else:
+                console.print("Ctrl-C stops everything")
+                asyncio.run(asyncio.Event().wait())
+        except Interrupted as exc:
+            _teardown_or_fail(ledger, f"interrupted ({exc.name})", code=exc.exit_code)
+        except VoicemeshError as exc:
+            _teardown_or_fail(ledger, f"{exc.message} [{exc.code}]")
+
+
+def _announce(edges: list[dict[str, object]]) -> None:
+    key, admin = api_key(), admin_key()
+    first = min((str(e["url"]) for e in edges), default="")
+    console.print(f"[green]voicemesh is up[/green]: {len(edges)} edge(s)")
+    for e in sorted(edges, key=lambda e: str(e["url"])):
+        url = str(e["url"])
+        loc = e.get("location") or {}
+        where = f"{loc.get('lat')},{loc.get('lon')}" if isinstance(loc, dict) else ""
+        console.print(f"  {e['id']:<9} ws{url[4:]}/v1/realtime  (status: {url}/status)  at {where}")
     console.print(f"API key: {key}   admin key (status, ops): {admin}")
-    console.print(f"talk: {url}/#key={key}")
-    console.print(f"ops:  {url}/ops#key={admin}")
-    if detach:
-        console.print("running in the background: `voicemesh down` stops it")
-        return
-    console.print("Ctrl-C stops the edge and tears the regions down")
-    # Ctrl-C and `kill` both tear down (SIGINT too: a shell's background job starts with it ignored).
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.default_int_handler)
-    try:
-        proc.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop(proc)
-        asyncio.run(infra_down(ENV))
+    if first:
+        console.print(f"talk: {first}/#key={key}")
+        console.print(f"ops:  {first}/ops#key={admin}")
 
 
 @cli.command("down")
 def down() -> None:
-    """Stop what `voicemesh up --detach` left running: the edge, then the regions (terraform destroy)."""
-    pid = read_pid(_edge_pid_file())
-    if pid is not None and is_alive(pid, "edge"):
-        progress(f"stopping the edge (pid {pid})")
-        stop(pid)
-    _edge_pid_file().unlink(missing_ok=True)
-    try:
-        asyncio.run(infra_down(ENV))
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
-    if pid is not None and is_alive(pid):
-        fail(f"the edge (pid {pid}) is still running: kill it by hand")
+    """Stop everything `voicemesh up` started (even an interrupted or killed one), then check that no
+    process and no listening port of it is left."""
+    ledger = Ledger.load(paths.state_dir())
+    with interruptible(_say):
+        try:
+            problems = _teardown(ledger)
+        except Interrupted as exc:
+            fail(f"interrupted ({exc.name}); run `voicemesh down` again", code=exc.exit_code)
+    if problems:
+        fail("; ".join(problems) + ": stop them by hand (`voicemesh infra status` lists them)")
+    _say("stopped: no process and no listening port left")
+
+
+@cli.command("supervise")
+@click.option("--env", "env_name", default=ENV, show_default=True, help="Environment under infra/envs/.")
+@click.option("--poll", "poll_s", default=0.25, show_default=True, type=click.FloatRange(min=0.05),
+              help="Seconds between looks at the processes.")  # fmt: skip
+def supervise(env_name: str, poll_s: float) -> None:
+    """Re-provision (terraform apply -replace) any process of the deployment that dies, until stopped.
+    `voicemesh up --detach` leaves one running; `voicemesh down` stops it first."""
+    from voicemesh.supervisor import Supervisor
+
+    async def main(stop: asyncio.Event) -> None:
+        await Supervisor(environment(env_name, progress), report=progress, poll_s=poll_s).run(stop)
+
+    run_until_signal(main)

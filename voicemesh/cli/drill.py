@@ -158,6 +158,10 @@ def drill(
       region-flap       the busiest region refuses and drops connections, --flaps times
       all-regions-down  every region refuses: the edge voice answers, then regions recover
       region-saturated  more callers than capacity: queueing and overflow to another region
+      edge-crash        SIGKILL the edge serving a caller mid-answer; callers resume on another
+      edge-drain        rolling restart (SIGTERM: graceful drain) of every edge; callers resume
+      redis-down        the session store's Redis dies mid-answer; then resume is checked again
+    (edge drills start two edges of their own, sharing a throwaway redis-server, behind a balancer)
     """
     if not 1 <= at_turn <= turns:
         fail(f"--at-turn must be between 1 and --turns ({turns})")

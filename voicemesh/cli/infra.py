@@ -22,6 +22,7 @@ from infra.tooling import Report, Toolchain, ensure_terraform
 from router.registry import Location, RegionRecord, Registry, dump_registry
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
+from voicemesh.processes import TAG_ENV
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth
 from wire.region_keys import (
@@ -67,7 +68,12 @@ def voicemesh_executable() -> str:
 
 def environment(name: str, report: Report = progress) -> Environment:
     state_root = paths.state_dir() / "infra" / name
-    return Environment(name, state_root=state_root, toolchain=install_terraform(report), report=report)
+    # Every process Terraform starts carries the deployment's tag: `voicemesh down` finds it by
+    # that even when no pid file or state entry survived (docs/lifecycle.md).
+    tag = {TAG_ENV: str(paths.state_dir())}
+    return Environment(
+        name, state_root=state_root, toolchain=install_terraform(report), report=report, process_env=tag
+    )
 
 
 def to_registry(deployment: Deployment, source: str) -> Registry:
@@ -95,7 +101,12 @@ async def infra_up(
     if ensure_metrics_credential(keys):
         report(f"metrics credential created: the scraper's secret is {metrics_token_path(keys)} (mode 0600)")
     deployment = await environment(env, report).up(
-        {"voicemesh_bin": voicemesh_executable(), "region_keys_path": str(keys), **variables}
+        {
+            "voicemesh_bin": voicemesh_executable(),
+            "region_keys_path": str(keys),
+            "registry_path": str(target),  # the edges read it (the apply writes it before they start)
+            **variables,
+        }
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     dump_registry(to_registry(deployment, f"terraform:{env}"), target)

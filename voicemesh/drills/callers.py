@@ -4,6 +4,17 @@ Each caller is a stock ``openai`` realtime client (``voicemesh.realtime.connect`
 utterance in real-time-paced 40 ms chunks, then keeps its microphone open with silence (as a real
 client does) until the answer is complete, listens for a moment, and speaks the next utterance.
 Server events are read raw (``recv_bytes``) so the edge's vendor events reach us untouched.
+
+The last ``tool_callers`` callers call a function every turn (a weather tool, named in the session's
+``tool_choice``): the first response of the turn is the call, the caller feeds its output back and
+asks for the spoken answer (``tool_choice: "none"``), which completes the turn. Every call id seen is
+kept per turn (``CallerState.calls``), and ``tool_call_verdicts`` counts calls lost (a tool turn a
+region served with no call) and duplicated (a second call in a turn, or an id seen twice): the SLO
+is zero of each, failover or not. A turn the edge's fallback voice answered has no call by design.
+
+With ``resume`` (the edge drills), a caller lets the SDK reconnect and resume its session
+(``docs/resume.md``) instead of recording the drop: it counts its resumes, and every conversation
+item it had seen that the resumed session did not replay is a lost item (``resume_verdicts``).
 """
 
 from __future__ import annotations
@@ -11,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 
 from voicemesh.drills.records import Clock, TurnRecord, playback_end
+from voicemesh.drills.slo import Verdict
 from voicemesh.drills.speech import Utterance
 from voicemesh.realtime import (
     CHUNK_MS,
@@ -26,6 +38,7 @@ from voicemesh.realtime import (
     META_FAILED_OVER_FROM,
     META_REGION,
     VENDOR_PREFIX,
+    Resuming,
     chunk_bytes,
     connect,
     delta_seconds,
@@ -39,6 +52,15 @@ CHUNK_S = CHUNK_MS / 1000
 _SILENCE = bytes(chunk_bytes(CHUNK_MS))
 
 Predicate = Callable[[str, TurnRecord], bool]
+
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+WEATHER_OUTPUT = json.dumps({"sky": "sunny", "temperature_c": 21})
+TOOL_CALL_TOKENS = 128
 
 
 class Moments:
@@ -88,6 +110,10 @@ class CallerSettings:
     silence_ms: int = 500
     instructions: str = "You are a voice assistant. Answer in one short sentence."
     max_output_tokens: int = 48
+    tool_callers: int = 0
+    """How many callers (the last ones) call a function every turn."""
+    resume: bool = False
+    """Reconnect and resume the session when the edge drops it (edge drills), instead of ending."""
 
 
 @dataclass
@@ -98,6 +124,15 @@ class CallerState:
     moments: Moments = field(default_factory=Moments)
     records: list[TurnRecord] = field(default_factory=list)
     sessions_open: int = 0
+    calls: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+    """A tool caller's turn ``(caller, turn)`` -> the call ids it received, in order."""
+    tool_callers: set[int] = field(default_factory=set)
+    resumes: int = 0
+    """Sessions resumed after a drop (``resume`` callers)."""
+    items_known: int = 0
+    """Conversation items the resuming callers had seen done when they were dropped, summed."""
+    items_lost: int = 0
+    """Of those, the ones their resumed session did not give back."""
 
     def in_flight(self) -> list[TurnRecord]:
         return [r for r in self.records if r.done is None and r.status == "in_progress"]
@@ -111,6 +146,8 @@ class Caller:
         utterances: Sequence[Utterance],
         settings: CallerSettings,
         state: CallerState,
+        *,
+        tools: bool = False,
     ) -> None:
         self.index = index
         self.edge = edge
@@ -121,6 +158,14 @@ class Caller:
         self._turn_done = asyncio.Event()
         self._session_id = ""
         self._session_known = asyncio.Event()
+        self.tools = tools
+        self._answer: list[str] = []
+        """Call ids whose output goes back before the turn's spoken answer is asked for."""
+        self._resume = Resuming() if settings.resume else None
+        self._items: set[str] = set()
+        """Ids of the conversation items seen done (``resume``): what a resume must give back."""
+        self._replayed: set[str] | None = None
+        """While a resumed session replays its items: their ids."""
 
     async def run(self) -> None:
         clock = self.state.clock
@@ -130,9 +175,21 @@ class Caller:
             max_output_tokens=self.settings.max_output_tokens,
             silence_ms=self.settings.silence_ms,
         )
+        if self.tools:
+            self.state.tool_callers.add(self.index)
+            session["tools"] = [WEATHER_TOOL]
+            session["tool_choice"] = {"type": "function", "name": "get_weather"}
+            session["instructions"] += " Whatever the question, call get_weather with one real city name."
+            # Room for the call's JSON (a small model's arguments can run long); the spoken answer
+            # after it keeps the callers' budget (its response.create says so).
+            session["max_output_tokens"] = max(self.settings.max_output_tokens, TOOL_CALL_TOKENS)
         try:
-            # No SDK reconnect: a dropped session is what a drill must see and record.
-            async with connect(self.edge.ws_base, self.edge.api_key, max_retries=0) as conn:
+            # No SDK reconnect: a dropped session is what a drill must see and record; unless the
+            # caller resumes (edge drills): then the SDK reconnects and the session goes on.
+            retries = 8 if self._resume is not None else 0
+            async with connect(
+                self.edge.ws_base, self.edge.api_key, max_retries=retries, resume=self._resume
+            ) as conn:
                 self.state.sessions_open += 1
                 await conn.session.update(session=session)  # type: ignore[arg-type]
                 reader = asyncio.create_task(self._read(conn))
@@ -209,15 +266,54 @@ class Caller:
             await tick(start, i, CHUNK_S)
             await send_audio(conn, _SILENCE)
 
+    async def _events(self, conn: AsyncRealtimeConnection) -> AsyncIterator[dict[str, Any]]:
+        if self._resume is None:
+            while True:  # raw: the edge's vendor events reach us untouched
+                yield json.loads(await conn.recv_bytes())
+        async for parsed in conn:  # the SDK's iterator: it reconnects (and resumes) on a drop
+            yield parsed.to_dict(mode="json") if hasattr(parsed, "to_dict") else dict(parsed)
+
+    def _on_session_event(self, event: dict[str, Any]) -> None:
+        """Session and item bookkeeping of a resuming caller: what a resume gave back."""
+        kind = event.get("type")
+        if kind == "session.created" and self._session_id:
+            self._replayed = set()  # a resumed session: its items follow
+        elif kind == "conversation.item.done":
+            item_id = str((event.get("item") or {}).get("id", ""))
+            if self._replayed is not None:
+                self._replayed.add(item_id)
+            else:
+                self._items.add(item_id)
+        elif kind == VENDOR_PREFIX + "session.resumed" and self._replayed is not None:
+            self.state.resumes += 1
+            self.state.items_known += len(self._items)
+            self.state.items_lost += len(self._items - self._replayed)
+            self._items |= self._replayed
+            self._replayed = None
+
     async def _read(self, conn: AsyncRealtimeConnection) -> None:
-        while True:
-            event = json.loads(await conn.recv_bytes())
+        async for event in self._events(conn):
+            if self._resume is not None:
+                self._on_session_event(event)
             if event.get("type") == "session.created":
                 self._session_id = str((event.get("session") or {}).get("id", ""))
+                if self._resume is not None:
+                    self._resume.session_id = self._session_id
                 self._session_known.set()
             rec = self._current
             if rec is not None and rec.done is None:
                 self._on_event(event, rec)
+            if self._answer:
+                await self._answer_calls(conn)
+
+    async def _answer_calls(self, conn: AsyncRealtimeConnection) -> None:
+        """The calls' output, then the turn's spoken answer (no call this time)."""
+        calls, self._answer = self._answer, []
+        for call_id in calls:
+            item = {"type": "function_call_output", "call_id": call_id, "output": WEATHER_OUTPUT}
+            await conn.send_raw(json.dumps({"type": "conversation.item.create", "item": item}))
+        answer = {"tool_choice": "none", "max_output_tokens": self.settings.max_output_tokens}
+        await conn.send_raw(json.dumps({"type": "response.create", "response": answer}))
 
     def _on_event(self, event: dict[str, Any], rec: TurnRecord) -> None:
         now = self.state.clock.now()
@@ -234,6 +330,8 @@ class Caller:
             rec.reply += str(event.get("delta", ""))
         elif kind == "conversation.item.input_audio_transcription.completed":
             rec.transcript = str(event.get("transcript", ""))
+        elif kind == "response.function_call_arguments.done":
+            self.state.calls.setdefault((rec.caller, rec.turn), []).append(str(event.get("call_id", "")))
         elif kind == "response.done":
             self._on_done(event.get("response") or {}, rec, now)
         elif kind == "error":
@@ -246,6 +344,22 @@ class Caller:
         status = str(response.get("status", ""))
         if not rec.speech_end and status == "cancelled":
             return  # VAD cut the utterance early and our own speech barged in: not this turn's answer
+        called = [
+            str(o.get("call_id", ""))
+            for o in response.get("output") or []
+            if o.get("type") == "function_call"
+        ]
+        if self.tools and called and status == "completed":
+            self._answer = called  # the turn goes on: its output, then the spoken answer
+            self._note_route(response, rec)
+            return
+        self._note_route(response, rec)
+        rec.status, rec.done = status or "unknown", now
+        self._turn_done.set()
+        self.state.moments.emit("done", rec)
+
+    def _note_route(self, response: dict[str, Any], rec: TurnRecord) -> None:
+        """Where the response was served, from its metadata."""
         meta = response.get("metadata") or {}
         moved_from = str(meta.get(META_FAILED_OVER_FROM, ""))
         region = str(meta.get(META_REGION, ""))
@@ -257,9 +371,6 @@ class Caller:
         if str(meta.get(META_DEGRADED, "")).lower() == "true":
             rec.degraded = True
             rec.degraded_reason = str(meta.get(META_DEGRADED_REASON, ""))
-        rec.status, rec.done = status or "unknown", now
-        self._turn_done.set()
-        self.state.moments.emit("done", rec)
 
     def _on_vendor(self, kind: str, event: dict[str, Any], rec: TurnRecord, now: float) -> None:
         name = kind.removeprefix(VENDOR_PREFIX)
@@ -282,6 +393,43 @@ class Caller:
             rec.queued_position = max(position, rec.queued_position or 0)
 
 
+def tool_call_counts(state: CallerState) -> dict[str, int]:
+    """Over the tool callers' turns: how many, calls lost (a turn no fallback answered, with no call)
+    and calls duplicated (calls past the first in a turn, ids seen twice included)."""
+    turns = [r for r in state.records if r.caller in state.tool_callers and r.status != "not_started"]
+    lost = duplicated = 0
+    for r in turns:
+        ids = state.calls.get((r.caller, r.turn), [])
+        lost += not ids and not r.degraded
+        duplicated += max(len(ids) - 1, 0)
+    return {"tool_turns": len(turns), "calls_lost": lost, "calls_duplicated": duplicated}
+
+
+def resume_verdicts(state: CallerState, *, resuming: bool) -> list[Verdict]:
+    """The SLO on resumed sessions (zero conversation items lost); none without resuming callers."""
+    if not resuming:
+        return []
+    measured = f"{state.items_lost} of {state.items_known} items, {state.resumes} resumes"
+    return [Verdict("items_lost", "conversation items lost = 0", measured, state.items_lost == 0)]
+
+
+def tool_call_verdicts(state: CallerState) -> list[Verdict]:
+    """The SLO on function calls (zero lost, zero duplicated); none without tool callers."""
+    if not state.tool_callers:
+        return []
+    n = tool_call_counts(state)
+    of = f"of {n['tool_turns']} tool-calling turns"
+    return [
+        Verdict("calls_lost", "function calls lost = 0", f"{n['calls_lost']} {of}", n["calls_lost"] == 0),
+        Verdict(
+            "calls_duplicated",
+            "function calls duplicated = 0",
+            f"{n['calls_duplicated']} {of}",
+            n["calls_duplicated"] == 0,
+        ),
+    ]
+
+
 async def run_callers(
     edge: EdgeTarget,
     utterances: Sequence[Utterance],
@@ -295,7 +443,9 @@ async def run_callers(
 
     async def one(i: int) -> None:
         await asyncio.sleep(i * stagger_s)
-        await Caller(i, edge, utterances, settings, state).run()
+        # The last callers call functions: the first (whose turn times the fault) speaks as before.
+        tools = i >= count - settings.tool_callers
+        await Caller(i, edge, utterances, settings, state, tools=tools).run()
 
     await asyncio.gather(*(one(i) for i in range(count)))
     return state.records

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from voicemesh.drills.callers import EdgeTarget
+from voicemesh.drills.edges import EdgeFleet
 from voicemesh.drills.faults import FaultProxy, Undo
 from voicemesh.processes import ProcessStartError, listening_pid, read_pid, stop_async, wait_healthy
 from wire.errors import VoicemeshError
@@ -68,6 +69,22 @@ class Deployment:
     extra_env: dict[str, str] = field(default_factory=dict)
     region_auth: ClientAuth = field(default_factory=ClientAuth)
     """Region tokens: a region's full ``/health`` (load, queue) needs one; the bare one says ready."""
+    region_keys_path: Path | None = None
+    """The region key set edges sign with (default: ``region-keys.json`` beside the registry)."""
+    fleet: EdgeFleet | None = None
+    """The edge drills' edges (``voicemesh/drills/edges.py``): started by the runner for them."""
+
+    def edge_fleet(self, count: int, *, drain_s: float = 20.0) -> EdgeFleet:
+        """``count`` edges of their own on this deployment's regions, sharing a Redis of their own."""
+        return EdgeFleet(
+            voicemesh_bin(),
+            self.registry_path,
+            self.region_keys_path or self.registry_path.parent / "region-keys.json",
+            self.edge.api_key,
+            self.edge.admin_key or self.edge.api_key,
+            count=count,
+            drain_s=drain_s,
+        )
 
     def regions(self) -> list[RegionInfo]:
         if not self.registry_path.exists():

@@ -129,7 +129,7 @@ class FaultProxy:
         writers = [writer]
         self._links[task] = writers
         try:
-            up_reader, upstream = await asyncio.open_connection(*self.target)
+            up_reader, upstream = await self._connect()
             writers.append(upstream)
             await asyncio.gather(self._pipe(reader, upstream), self._pipe(up_reader, writer))
         except (OSError, asyncio.IncompleteReadError):
@@ -138,6 +138,9 @@ class FaultProxy:
             self._links.pop(task, None)
             for w in writers:
                 _abort(w)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(*self.target)
 
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         # Chunks wait in a queue until due, so latency delays data without throttling throughput.
@@ -165,6 +168,27 @@ class FaultProxy:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError):
                 await sender
+
+
+class Balancer(FaultProxy):
+    """A loopback TCP load balancer in front of several edges: each new connection goes to the next
+    edge in turn, and to the one after when an edge refuses (a dead edge is skipped at once). A
+    client reconnecting through it lands on another edge, as behind a real load balancer."""
+
+    def __init__(self, target_ports: list[int], *, listen_port: int = 0) -> None:
+        super().__init__(target_ports[0], listen_port=listen_port)
+        self.targets = [("127.0.0.1", port) for port in target_ports]
+        self._next = 0
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        for _ in self.targets:
+            target = self.targets[self._next % len(self.targets)]
+            self._next += 1
+            try:
+                return await asyncio.wait_for(asyncio.open_connection(*target), 2.0)
+            except (OSError, TimeoutError):
+                continue
+        raise ConnectionRefusedError("no edge behind the balancer accepts connections")
 
 
 def _abort(writer: asyncio.StreamWriter) -> None:

@@ -9,19 +9,25 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from voicemesh.drills.callers import CallerSettings, CallerState, run_callers
+from voicemesh.drills.callers import (
+    CallerSettings,
+    CallerState,
+    resume_verdicts,
+    run_callers,
+    tool_call_verdicts,
+)
 from voicemesh.drills.deployment import Deployment, Report
 from voicemesh.drills.faults import FaultMark, Undo
 from voicemesh.drills.records import Clock, TurnRecord
 from voicemesh.drills.scenarios import DrillContext, FaultParams, Scenario
 from voicemesh.drills.slo import Slo, Verdict, evaluate, hit_by_fault, percentile
-from voicemesh.drills.speech import corpus
+from voicemesh.drills.speech import Utterance, corpus
 
 
 @dataclass
@@ -118,10 +124,47 @@ async def run_drill(
     on_state: Callable[[CallerState, list[FaultMark]], None] | None = None,
 ) -> DrillResult:
     utterances = await corpus(speech_dir)
-    await deployment.ensure_up(report)
+    if not scenario.edges or not deployment.registry_path.exists():
+        await deployment.ensure_up(report)
+    if not scenario.edges:
+        return await _drill(
+            scenario, deployment, callers=callers, caller_settings=caller_settings, params=params, slo=slo,
+            utterances=utterances, report=report, max_duration_s=max_duration_s, on_state=on_state,
+        )  # fmt: skip
+    # Edge drills: edges of their own (a shared Redis, a balancer) that the faults may kill, and
+    # callers that resume their sessions when an edge drops them.
+    fleet = deployment.edge_fleet(scenario.edges)
+    await fleet.start(report)
+    try:
+        deployment = replace(deployment, edge=fleet.target, fleet=fleet)
+        await deployment.ensure_up(report)  # the regions (the edges are the fleet's)
+        return await _drill(
+            scenario, deployment, callers=callers,
+            caller_settings=replace(caller_settings, resume=True), params=params, slo=slo,
+            utterances=utterances, report=report, max_duration_s=max_duration_s, on_state=on_state,
+        )  # fmt: skip
+    finally:
+        await fleet.aclose()
+
+
+async def _drill(
+    scenario: Scenario,
+    deployment: Deployment,
+    *,
+    callers: int,
+    caller_settings: CallerSettings,
+    params: FaultParams,
+    slo: Slo,
+    utterances: list[Utterance],
+    report: Report,
+    max_duration_s: float,
+    on_state: Callable[[CallerState, list[FaultMark]], None] | None,
+) -> DrillResult:
     regions = deployment.regions()
     if scenario.callers_over_capacity is not None:
         callers = sum(r.capacity for r in regions) + scenario.callers_over_capacity
+    if scenario.tool_callers:
+        caller_settings = replace(caller_settings, tool_callers=scenario.tool_callers)
     state = CallerState()
     undo = Undo()
     ctx = DrillContext(deployment, state, params, undo, report, regions=regions)
@@ -164,7 +207,8 @@ async def run_drill(
     router = status.get("router") or {}
     attach_router_failovers(state.records, list(router.get("recent_failovers") or []), state.clock)
     date_failovers(state.records, ctx.faults)
-    verdicts = evaluate(state.records, ctx.faults, slo, end=end)
+    verdicts = evaluate(state.records, ctx.faults, slo, end=end) + tool_call_verdicts(state)
+    verdicts += resume_verdicts(state, resuming=caller_settings.resume)
     if not ctx.faults:
         verdicts.append(Verdict("fault_injected", "the scenario's fault fired", "no fault fired", False))
     return DrillResult(

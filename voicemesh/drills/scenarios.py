@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from voicemesh.drills.callers import CallerState
-from voicemesh.drills.deployment import Deployment, RegionInfo, Report
+from voicemesh.drills.deployment import Deployment, DeploymentError, RegionInfo, Report
+from voicemesh.drills.edges import EdgeFleet
 from voicemesh.drills.faults import FaultMark, FaultProxy, Undo, hang, resume
 from voicemesh.drills.records import TurnRecord
 from voicemesh.processes import kill_tree
@@ -63,6 +64,11 @@ class DrillContext:
             self.params.at_moment, turn=self.params.at_turn, timeout_s=self.params.moment_timeout_s
         )
 
+    def fleet(self) -> EdgeFleet:
+        if self.deployment.fleet is None:
+            raise DeploymentError("an edge drill needs its edge fleet (run_drill starts it)")
+        return self.deployment.fleet
+
     async def busiest(self, hint: TurnRecord | None = None) -> RegionInfo:
         """The region serving the hint's turn (the edge announces it with ``voicemesh.turn.routed``),
         so the fault lands mid-answer; without one, the most running + queued turns (its /health)."""
@@ -95,6 +101,12 @@ class Scenario:
     needs_proxies: bool = False
     callers_over_capacity: int | None = None
     """region-saturated: callers = every region's capacity summed + this (overrides --callers)."""
+    tool_callers: int = 0
+    """Callers that call a function every turn (``voicemesh/drills/callers.py``); the report counts
+    their calls lost and duplicated."""
+    edges: int = 0
+    """Edge drills: the runner starts this many edges of their own (sharing a Redis, behind a
+    balancer; ``voicemesh/drills/edges.py``), and the callers resume their sessions when dropped."""
 
 
 async def _crash(ctx: DrillContext) -> None:
@@ -190,10 +202,75 @@ async def _saturate(ctx: DrillContext) -> None:
     ctx.mark("saturation", "all", f"callers above the {capacity} slots of {len(ctx.regions)} regions")
 
 
+async def _edge_crash(ctx: DrillContext) -> None:
+    fleet = ctx.fleet()
+    rec = await ctx.moment()
+    edge = await fleet.serving(rec.session_id) or fleet.edges[0]
+    ctx.undo.push("edges", fleet.restore)
+    killed = fleet.kill(edge)
+    i = ctx.mark(
+        "SIGKILL", edge.name, f"pids {killed} at caller {rec.caller} turn {rec.turn} {ctx.params.at_moment}"
+    )
+    await asyncio.sleep(ctx.params.hold_s)
+    await fleet.restore()  # as its supervisor would (Kubernetes, `voicemesh up`)
+    ctx.undo.pop("edges")
+    ctx.end(i)
+
+
+async def _edge_drain(ctx: DrillContext) -> None:
+    fleet = ctx.fleet()
+    rec = await ctx.moment()
+    ctx.undo.push("edges", fleet.restore)
+    for edge in list(fleet.edges):  # a rolling restart: one edge at a time, each drained
+        i = ctx.mark("SIGTERM", edge.name, f"drain and restart (caller {rec.caller} turn {rec.turn} playing)")
+        code = await fleet.drain(edge)
+        await fleet.start_edge(edge)
+        ctx.end(i)
+        ctx.report(f"{edge.name} drained (exit {code:g}) and started again")
+    ctx.undo.pop("edges")
+
+
+async def _redis_down(ctx: DrillContext) -> None:
+    fleet = ctx.fleet()
+    rec = await ctx.moment()
+    ctx.undo.push("edges", fleet.restore)
+    await fleet.stop_redis()
+    i = ctx.mark(
+        "redis-down", "redis", f"SIGKILL at caller {rec.caller} turn {rec.turn} {ctx.params.at_moment}"
+    )
+    await asyncio.sleep(ctx.params.hold_s)
+    await fleet.start_redis()
+    ctx.end(i)
+    # Resume works again once the edges copied their outage writes back (their store's retry_s):
+    # the edge serving the next answer is killed, and its callers resume on the other one.
+    await asyncio.sleep(3.0)
+    try:
+        nxt = await ctx.state.moments.wait(ctx.params.at_moment, timeout_s=ctx.params.moment_timeout_s)
+    except TimeoutError:
+        ctx.notes.append("no answer after Redis came back: resume after the outage was not exercised")
+        ctx.undo.pop("edges")
+        return
+    edge = await fleet.serving(nxt.session_id) or fleet.edges[0]
+    killed = fleet.kill(edge)
+    j = ctx.mark(
+        "SIGKILL", edge.name, f"after redis returned: pids {killed} at caller {nxt.caller} turn {nxt.turn}"
+    )
+    await asyncio.sleep(2.0)
+    await fleet.restore()
+    ctx.undo.pop("edges")
+    ctx.end(j)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
-        Scenario("region-crash", "SIGKILL the busiest region mid-answer; Terraform brings it back", _crash),
+        Scenario(
+            "region-crash",
+            "SIGKILL the busiest region mid-answer (one caller calls a function every turn);"
+            " Terraform brings it back",
+            _crash,
+            tool_callers=1,
+        ),
         Scenario("region-hang", "SIGSTOP the busiest region mid-answer, SIGCONT after hold_s", _hang),
         Scenario("region-slow", "a fault proxy adds latency in front of the busiest region", _slow, True),
         Scenario(
@@ -210,6 +287,25 @@ SCENARIOS: dict[str, Scenario] = {
             "more callers than capacity: queueing and overflow to another region",
             _saturate,
             callers_over_capacity=1,
+        ),
+        Scenario(
+            "edge-crash",
+            "SIGKILL the edge serving a caller mid-answer; callers resume on the other edge",
+            _edge_crash,
+            edges=2,
+        ),
+        Scenario(
+            "edge-drain",
+            "rolling restart of every edge (SIGTERM: drain) while callers talk; they resume",
+            _edge_drain,
+            edges=2,
+        ),
+        Scenario(
+            "redis-down",
+            "the session store's Redis dies mid-answer; sessions go on; after it is back an edge is"
+            " killed and its callers resume",
+            _redis_down,
+            edges=2,
         ),
     )
 }

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -25,20 +26,48 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the child get SIGTERM when the thread that spawned it dies.
+
+    Its own session protects a child from the terminal's Ctrl-C, but also from its parent's death:
+    a supervisor killed with SIGKILL would leave vLLM behind. SIGTERM, not SIGKILL: vLLM's API
+    server then stops its engine processes, which a SIGKILL would orphan. libc is loaded here,
+    before the fork: the child may only call into it.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: nobody would send the signal
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
 def spawn(
     cmd: Sequence[str],
     *,
     log_path: Path | None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    die_with_parent: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session, stdout and stderr appended to ``log_path``.
 
     ``log_path=None`` leaves the output on our terminal (a foreground child the user watches).
     ``env`` replaces the environment when given (pass ``{**os.environ, ...}`` to extend it).
+    ``die_with_parent``: the kernel SIGTERMs the child when the spawning *thread* ends (Linux
+    PR_SET_PDEATHSIG), so call it from the main thread or one that lives as long as the child.
     """
+    preexec = _die_with_parent() if die_with_parent else None
     if log_path is None:
-        return subprocess.Popen(list(cmd), env=env, cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            list(cmd), env=env, cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec
+        )
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as sink:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
@@ -49,6 +78,7 @@ def spawn(
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # stop() ends the whole group: vLLM's workers, shells' children
+            preexec_fn=preexec,
         )
 
 

@@ -1,6 +1,8 @@
 # Local environment: two (or three) regions on loopback, each its own process with its own port,
-# pseudo-location and residency tag, and one shared vLLM (or an LLM you already run).
-# Driven by `voicemesh infra up|down|status --env local`; the registry is built from `regions`.
+# pseudo-location and residency tag, and one shared vLLM (or an LLM you already run); with
+# edge_count > 0, that many edges in front of them (consecutive ports, each at its own
+# pseudo-location) sharing one redis-server. Driven by `voicemesh up|down` and
+# `voicemesh infra up|down|status --env local`; the registry is built from `regions`.
 
 terraform {
   required_version = ">= 1.0"
@@ -23,6 +25,17 @@ locals {
   regions = {
     for index, region in slice(local.catalogue, 0, var.region_count) :
     region.id => merge(region, { port = var.base_port + index })
+  }
+  # Where users are: each edge ranks the regions nearest to it first (the router's distance prior).
+  edge_catalogue = [
+    { id = "paris", location = { lat = 48.86, lon = 2.35 } },
+    { id = "new-york", location = { lat = 40.71, lon = -74.01 } },
+    { id = "london", location = { lat = 51.51, lon = -0.13 } },
+    { id = "chicago", location = { lat = 41.88, lon = -87.63 } },
+  ]
+  edges = {
+    for index, edge in slice(local.edge_catalogue, 0, var.edge_count) :
+    edge.id => merge(edge, { port = var.edge_port + index })
   }
   own_llm = var.llm_url == ""
   llm_url = local.own_llm ? module.llm[0].url : var.llm_url
@@ -51,4 +64,44 @@ module "region" {
   profile        = var.profile
   max_concurrent = var.max_concurrent
   max_queue      = var.max_queue
+}
+
+# The registry the edges read, written as soon as the regions serve (the edges start in this same
+# apply, before voicemesh writes the same records from the outputs). Atomic: write, then rename.
+resource "null_resource" "registry" {
+  count = var.edge_count > 0 ? 1 : 0
+  triggers = {
+    path    = var.registry_path
+    content = jsonencode({ regions = [for id in sort(keys(local.regions)) : module.region[id].region], source = "terraform:local" })
+  }
+  provisioner "local-exec" {
+    command = "mkdir -p \"$(dirname \"$FILE\")\" && printf '%s' \"$CONTENT\" >\"$FILE.part\" && mv \"$FILE.part\" \"$FILE\""
+    environment = {
+      FILE    = self.triggers.path
+      CONTENT = self.triggers.content
+    }
+  }
+}
+
+module "redis" {
+  source  = "../../modules/redis-local"
+  count   = var.edge_count > 0 ? 1 : 0
+  run_dir = var.run_dir
+  port    = var.redis_port
+}
+
+module "edge" {
+  source           = "../../modules/edge-local"
+  for_each         = local.edges
+  id               = each.key
+  port             = each.value.port
+  location         = each.value.location
+  voicemesh_bin    = var.voicemesh_bin
+  run_dir          = var.run_dir
+  registry_path    = var.registry_path
+  region_keys_path = var.region_keys_path
+  api_key_path     = var.api_key_path
+  admin_key_path   = var.admin_key_path
+  redis_url        = module.redis[0].url
+  depends_on       = [null_resource.registry]
 }

@@ -15,5 +15,14 @@ output "processes" {
       "module.region[\"${id}\"].module.process.null_resource.process" => module.region[id].process
     },
     { for llm in module.llm : "module.llm[0].module.process.null_resource.process" => llm.process },
+    { for redis in module.redis : "module.redis[0].module.process.null_resource.process" => redis.process },
+    { for id in keys(local.edges) :
+      "module.edge[\"${id}\"].module.process.null_resource.process" => module.edge[id].process
+    },
   )
+}
+
+output "edges" {
+  description = "One record per edge: id, url, location."
+  value       = [for id in sort(keys(local.edges)) : module.edge[id].edge]
 }

@@ -56,3 +56,43 @@ variable "max_queue" {
   type    = number
   default = 4
 }
+
+variable "edge_count" {
+  description = "How many edges (0 = regions only): paris, new-york, london, chicago, in that order."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.edge_count >= 0 && var.edge_count <= 4
+    error_message = "The edge_count must be between 0 and 4."
+  }
+}
+
+variable "edge_port" {
+  description = "The first edge listens here, the next on edge_port + 1, and so on."
+  type        = number
+  default     = 8080
+}
+
+variable "redis_port" {
+  description = "Port of the redis-server the edges share."
+  type        = number
+  default     = 6390
+}
+
+variable "registry_path" {
+  description = "Region registry file the edges read (written by this apply when edge_count > 0)."
+  type        = string
+  default     = ""
+}
+
+variable "api_key_path" {
+  description = "File (0600) with the API keys the edges accept (only the path enters the state)."
+  type        = string
+  default     = ""
+}
+
+variable "admin_key_path" {
+  description = "File (0600) with the admin keys the edges accept."
+  type        = string
+  default     = ""
+}

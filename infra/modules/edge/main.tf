@@ -11,6 +11,10 @@ locals {
     ["--region-keys", "/etc/voicemesh/region-keys/region-keys.json"],
     local.region_ca ? ["--region-ca", "/etc/voicemesh/region-ca/ca.crt"] : [],
   )
+  # SIGTERM drains (docs/resume.md): new sessions refused, running answers get drain_seconds, then
+  # every session is snapshotted and told to resume elsewhere. preStop first waits for the Service
+  # to stop sending new clients here; the grace period covers both plus the snapshot writes.
+  grace_seconds = var.prestop_seconds + var.drain_seconds + 10
   labels = {
     "app.kubernetes.io/name"     = "voicemesh-edge"
     "app.kubernetes.io/instance" = var.name
@@ -44,7 +48,7 @@ resource "kubernetes_deployment_v1" "edge" {
       }
       spec {
         node_selector                    = var.cpu_node_selector
-        termination_grace_period_seconds = 60 # open sessions finish their turn
+        termination_grace_period_seconds = local.grace_seconds
         container {
           name  = "edge"
           image = var.image
@@ -61,6 +65,17 @@ resource "kubernetes_deployment_v1" "edge" {
           env_from {
             secret_ref {
               name = var.api_keys_secret
+            }
+          }
+          env {
+            name  = "VOICEMESH_DRAIN_S"
+            value = tostring(var.drain_seconds)
+          }
+          lifecycle {
+            pre_stop {
+              exec {
+                command = ["sleep", tostring(var.prestop_seconds)]
+              }
             }
           }
           resources {

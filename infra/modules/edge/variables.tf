@@ -64,3 +64,15 @@ variable "region_ca_secret" {
   type        = string
   default     = ""
 }
+
+variable "drain_seconds" {
+  description = "On SIGTERM, how long running answers may take to finish before sessions are told to resume on another edge (VOICEMESH_DRAIN_S)."
+  type        = number
+  default     = 20
+}
+
+variable "prestop_seconds" {
+  description = "preStop wait before SIGTERM, so the Service stops sending new clients to a terminating pod first."
+  type        = number
+  default     = 5
+}

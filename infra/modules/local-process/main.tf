@@ -13,6 +13,7 @@ terraform {
 locals {
   # Each argument single-quoted for the shell (a ' inside becomes '\'').
   quoted_command = join(" ", [for arg in var.command : format("'%s'", replace(arg, "'", "'\\''"))])
+  quoted_ready   = join(" ", [for arg in var.ready_command : format("'%s'", replace(arg, "'", "'\\''"))])
   pid_file       = "${var.run_dir}/${var.name}.pid"
   log_file       = "${var.run_dir}/${var.name}.log"
   ready_file     = "${var.run_dir}/${var.name}.ready"
@@ -43,6 +44,7 @@ resource "null_resource" "process" {
       READY_FILE  = local.ready_file
       HEALTH_URL  = var.health_url
       READY_AFTER = var.ready_timeout_s
+      READY_CMD   = local.quoted_ready
     }
   }
 

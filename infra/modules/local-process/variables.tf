@@ -14,8 +14,14 @@ variable "run_dir" {
 }
 
 variable "health_url" {
-  description = "URL that answers 2xx once the process is ready to serve."
+  description = "URL that answers 2xx once the process is ready to serve (http), or the address it serves (other schemes: see ready_command)."
   type        = string
+}
+
+variable "ready_command" {
+  description = "A command that succeeds once the process serves, for what does not speak HTTP (redis-cli ping); empty = GET health_url."
+  type        = list(string)
+  default     = []
 }
 
 variable "match" {
