@@ -9,6 +9,7 @@ whole process group, as a shell sends it; `kill` goes to the `up` process alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -40,6 +41,7 @@ class Home:
     base_port: int = field(default_factory=lambda: free_port_run(1))
     edge_port: int = field(default_factory=lambda: free_port_run(1))
     redis_port: int = field(default_factory=free_port)
+    llm_port: int = field(default_factory=free_port)
 
     @property
     def state(self) -> Path:
@@ -47,14 +49,16 @@ class Home:
 
     @property
     def ports(self) -> list[int]:
-        return [self.base_port, self.edge_port, self.redis_port]
+        return [self.base_port, self.edge_port, self.redis_port, self.llm_port]
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "VOICEMESH_HOME": str(self.root), "COLUMNS": "250"}
 
     def up_args(self, llm_url: str, *extra: str) -> list[str]:
+        """``llm_url`` empty: `up` starts a vLLM of its own (on ``llm_port``)."""
         return [
-            VOICEMESH_BIN, "up", "--regions", "1", "--edges", "1", "--llm-url", llm_url,
+            VOICEMESH_BIN, "up", "--regions", "1", "--edges", "1",
+            *(("--llm-url", llm_url) if llm_url else ("--llm-port", str(self.llm_port))),
             "--base-port", str(self.base_port), "--port", str(self.edge_port),
             "--redis-port", str(self.redis_port), *extra,
         ]  # fmt: skip
@@ -94,6 +98,22 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _wait_for_children(home: Home, *, at_least: int) -> None:
+    """Until ``at_least`` processes of the deployment run vLLM (its API server, its engine core)."""
+    deadline = time.monotonic() + _LINE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        vllm = []
+        for pid in home.processes():
+            with contextlib.suppress(psutil.Error):
+                p = psutil.Process(pid)
+                if "vllm" in " ".join(p.cmdline()).lower() or "vllm" in p.name().lower():
+                    vllm.append(pid)
+        if len(vllm) >= at_least:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"vLLM never started {at_least} processes")
 
 
 def _listening(port: int) -> bool:
@@ -192,6 +212,8 @@ def _next_up_works(home: Home, llm_url: str, *extra: str, refuses_a_second: bool
 # Where `up` is when the signal comes: the line it printed just before.
 POINTS = [
     pytest.param("[1/3] models", signal.SIGINT, True, id="models-check-ctrl-c"),
+    # `up` starting its own vLLM, interrupted while it warms (vLLM and its engine process must go).
+    pytest.param("llm: started", signal.SIGINT, True, id="vllm-warming-ctrl-c"),
     pytest.param("region-eu-west: started", signal.SIGTERM, False, id="terraform-apply-sigterm"),
     pytest.param("edge-paris: started", signal.SIGHUP, False, id="edge-wait-sighup"),
 ]
@@ -208,9 +230,12 @@ def test_an_interrupted_up_leaves_nothing_and_the_next_up_works(
         extra: tuple[str, ...] = ()
     else:
         extra = ("--skip-models",)
-    up = Up(home, home.up_args(llm_url, *extra))
+    own_llm = after.startswith("llm:")
+    up = Up(home, home.up_args("" if own_llm else llm_url, *extra))
     try:
         up.wait_for(after)
+        if own_llm:  # the engine core is vLLM's own child: interrupt once it exists
+            _wait_for_children(home, at_least=2)
         started = home.processes()
         up.signal(sig, group=group)
         code = up.finish()

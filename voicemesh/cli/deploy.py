@@ -145,13 +145,15 @@ async def _supervise_forever() -> None:
 @click.option("--port", default=8080, show_default=True, type=int, help="Port of the first edge.")
 @click.option("--base-port", default=9001, show_default=True, type=int, help="Port of the first region.")
 @click.option("--redis-port", default=6390, show_default=True, type=int, help="Port of the edges' Redis.")
+@click.option("--llm-port", default=8100, show_default=True, type=int,
+              help="Port of the vLLM started here (not with --llm-url).")  # fmt: skip
 @click.option("--detach", is_flag=True, help="Leave it running (supervised); stop it with `voicemesh down`.")
 @click.option("--skip-models", is_flag=True, help="Do not check the models first.")
 @click.option("--supervise/--no-supervise", default=True, show_default=True,
               help="Re-provision a process that dies (off: a drill's region must stay dead).")  # fmt: skip
 def up(
-    regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int, detach: bool,
-    skip_models: bool, supervise: bool,
+    regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int,
+    llm_port: int, detach: bool, skip_models: bool, supervise: bool,
 ) -> None:  # fmt: skip
     """Run the local deployment: regions, Redis and edges provisioned by Terraform, supervised."""
     from voicemesh.models import ensure_models
@@ -176,7 +178,7 @@ def up(
             env = environment(ENV, _say)
             variables: dict[str, object] = {
                 "region_count": regions, "base_port": base_port, "llm_url": llm_url or "",
-                "edge_count": edges, "edge_port": port, "redis_port": redis_port,
+                "edge_count": edges, "edge_port": port, "redis_port": redis_port, "llm_port": llm_port,
                 "api_key_path": str(_key_file("api-key", "vm-")),
                 "admin_key_path": str(_key_file("admin-key", "vma-")),
             }  # fmt: skip
