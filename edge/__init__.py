@@ -20,9 +20,10 @@ One response (``edge.response``): ``edge.relay`` interprets the router's events,
 paces the audio like playback, ``edge.response_frames`` frames the Realtime events, and
 ``edge.fallback_reply`` speaks with the edge's own voice when no region can answer.
 
-Who may connect: ``edge.auth`` (keys, JWTs, scopes), ``edge.client_secrets`` (hashed ``ek_`` secrets),
-``edge.limits`` (every bound, once); shared state in ``edge.shared_store`` (Redis, with a local
-fallback during an outage).
+Who may connect: ``edge.auth`` (keys, JWTs, scopes), ``edge.keys`` (keys stored as data, with
+``edge.key_store`` and the admin API ``edge.key_routes``), ``edge.client_secrets`` (hashed ``ek_``
+secrets), ``edge.limits`` (every bound, once; per key across edges: ``edge.shared_limits``); shared
+state in ``edge.shared_store`` (Redis, with a local fallback during an outage).
 
 ``edge.testing`` drives a real session with client event JSON and in-memory stand-ins.
 

@@ -4,6 +4,11 @@
 * ``POST /v1/realtime/client_secrets``  mint a short-lived ``ek_`` secret from an API key
 * ``GET /status``  the router's view of the regions plus the edge's own counters (admin scope)
 * ``GET /health``  liveness, unauthenticated
+* ``/v1/keys``  stored API keys: create, list, rotate, revoke (admin scope; ``edge/key_routes.py``)
+* ``GET /v1/keys/{key_id}/audit``, ``/usage``  a key's audit trail and usage (admin scope;
+  ``edge/tenant_admin.py``)
+* ``POST /v1/audio/speech``, ``POST /v1/audio/transcriptions``, ``GET /v1/models``  the OpenAI audio
+  API (``edge/audio_api.py``, ``docs/speech.md``)
 * ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
 
 Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
@@ -14,7 +19,8 @@ bounded in time, and so is a session: ``max_session_s`` in all, and ``idle_timeo
 client event (an ``error`` event says which, then the socket closes).
 
 ``/v1/realtime?session_id=ID`` resumes a session (``docs/resume.md``): the same key's session, from
-its snapshot in the shared store, on whichever edge the client reaches.
+its snapshot in the shared store, on whichever edge the client reaches. ``?residency=eu,de``
+narrows the key's residency for the session (403 outside it: ``edge/tenancy.py``, ``docs/tenants.md``).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.response import Response as HttpResponse
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
+from edge.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
 from edge.auth import (
     ADMIN,
     KEY_SUBPROTOCOL,
@@ -44,14 +51,22 @@ from edge.auth import (
 )
 from edge.client_secrets import MintRequest
 from edge.events import error_event
+from edge.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/key_routes.py)
+from edge.key_session import KeySession
+from edge.key_store import KeyStoreUnavailable
+from edge.keys import KeyNotFound
 from edge.limits import RateLimited, TooManySessions
 from edge.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
 from edge.services import EdgeServices
 from edge.session import RealtimeSession
 from edge.session_snapshot import SessionNotFound, SessionSnapshot
 from edge.session_update import initial_state
+from edge.shared_limits import Slot
+from edge.state import SessionState
+from edge.tenancy import SessionTenancy, narrow
+from edge.tenant_admin import tenant_route_handlers
 from edge.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/web.py)
-from wire.errors import ProtocolError, VoicemeshError
+from wire.errors import NoRegionAvailable, ProtocolError, VoicemeshError
 
 log = logging.getLogger("voicemesh.edge")
 
@@ -82,8 +97,8 @@ def _status_for(exc: VoicemeshError) -> int:
         (Forbidden, 403),
         (HandshakeTimeout, 408),
         (RateLimited | TooManySessions, 429),
-        (SessionNotFound, 404),
-        (Draining, 503),
+        (SessionNotFound | KeyNotFound, 404),
+        (Draining | KeyStoreUnavailable | NoRegionAvailable, 503),
     ):
         if isinstance(exc, kind):
             return status
@@ -91,7 +106,10 @@ def _status_for(exc: VoicemeshError) -> int:
 
 
 def _error_body(exc: VoicemeshError) -> dict[str, Any]:
-    return {"error": {"type": "invalid_request_error", "code": exc.code, "message": exc.message}}
+    error = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
+    if (param := getattr(exc, "param", None)) is not None:  # the client's field at fault (OpenAI's)
+        error["param"] = param
+    return {"error": error}
 
 
 def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
@@ -109,13 +127,13 @@ async def _authenticate(conn: ASGIConnection[Any, Any, Any, Any], subprotocols: 
         raise HandshakeTimeout("checking the credentials took too long: try again") from exc
 
 
-async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> Principal:
-    """Who is connecting, within their key's connect rate and session cap (a slot is taken)."""
+async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> tuple[Principal, Slot]:
+    """Who is connecting, within their key's connect rate and session cap (a slot is taken; both
+    counted across edges, ``edge/shared_limits.py``)."""
     services = _services(socket)
     principal = await _authenticate(socket, subprotocols)
-    services.limits.check_rate(principal.key_id)
-    services.limits.acquire(principal.key_id)
-    return principal
+    await services.limits.check_rate(principal.key_id, principal.policy)
+    return principal, await services.limits.acquire(principal.key_id, principal.policy)
 
 
 async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
@@ -143,14 +161,15 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
     try:
         if services.draining:
             raise Draining("this edge is shutting down: connect again (resume with session_id)")
-        principal = await _admit(socket, subprotocols)
+        principal, slot = await _admit(socket, subprotocols)
     except ProtocolError as exc:
         await _deny(socket, exc)
         return
     try:
         lease, resumed = await _claim(socket, services, principal)
+        state = _session_state(socket, services, principal, resumed)
     except ProtocolError as exc:
-        services.limits.release(principal.key_id)
+        await services.limits.release(slot)
         await _deny(socket, exc)
         return
     try:
@@ -158,9 +177,9 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
         # is not the key, as OpenAI does.
         chosen = next((p for p in subprotocols if not p.startswith(KEY_SUBPROTOCOL)), None)
         await socket.accept(subprotocols=chosen)
-        await _serve(socket, services, principal, lease, resumed)
+        await _serve(socket, services, state, lease, resumed, principal)
     finally:
-        services.limits.release(principal.key_id)
+        await services.limits.release(slot)
 
 
 async def _claim(
@@ -178,15 +197,35 @@ async def _claim(
         raise HandshakeTimeout("loading the session took too long: try again") from exc
 
 
-async def _serve(
-    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal, lease: str,
+def _session_state(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal,
     resumed: SessionSnapshot | None,
-) -> None:  # fmt: skip
-    settings = services.settings
+) -> SessionState:  # fmt: skip
+    """The new or resumed session's state, in its key's residency narrowed by ``?residency=`` (and
+    by the resumed session's own): ``ResidencyNotAllowed`` (403) outside the key's."""
+    requested = socket.query_params.get("residency")
+    tenancy = SessionTenancy.of(
+        principal.policy,
+        requested,
+        minted=principal.residency,
+        resumed=None if resumed is None else resumed.state,
+    )
     if resumed is not None:
         state = resumed.state
     else:
-        state = initial_state(settings, key_id=principal.key_id, model=socket.query_params.get("model", ""))
+        model = socket.query_params.get("model", "")
+        state = initial_state(
+            services.settings, key_id=principal.key_id, model=model, voices=principal.policy.voices
+        )
+    tenancy.apply(state)
+    return state
+
+
+async def _serve(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, state: SessionState, lease: str,
+    resumed: SessionSnapshot | None, principal: Principal,
+) -> None:  # fmt: skip
+    settings = services.settings
     lock = asyncio.Lock()
 
     async def send(text: str) -> None:
@@ -199,7 +238,14 @@ async def _serve(
     async def close(code: int, reason: str) -> None:
         await socket.close(code=code, reason=reason)
 
-    session = RealtimeSession(services, state, send, close, lease=lease)
+    keyed = KeySession(services.limits, principal, send)  # rate_limits.updated; revocation
+    session = RealtimeSession(services, state, send, close, lease=lease, policy=principal.policy, hooks=keyed)
+
+    async def revoked(code: str) -> None:
+        session.ended = code
+        await close(1008, code)  # policy violation: not to be retried with the same key
+
+    keyed.end_when_revoked(services.auth.keys.watch, revoked)
     services.open_sessions += 1
     SESSIONS_OPEN.inc()
     try:
@@ -219,6 +265,7 @@ async def _serve(
     finally:
         services.open_sessions -= 1
         SESSIONS_OPEN.dec()
+        await keyed.aclose()
         await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
 
 
@@ -256,7 +303,10 @@ async def client_secrets(request: Request[Any, Any, Any]) -> dict[str, Any]:
         raise Forbidden("client secrets cannot mint client secrets: use an API key")
     services.mint_limits.check_rate(principal.key_id)
     mint = MintRequest.parse(await request.body())
-    value, expires_at = await services.auth.secrets.mint(principal.key_id, mint)
+    narrow(principal.policy.residency, mint.residency)  # 403 outside the key's residency
+    value, expires_at = await services.auth.secrets.mint(
+        principal.key_id, mint, policy=services.auth.mint_claims(principal), stored_key=principal.stored_key
+    )
     return {
         "value": value,
         "expires_at": expires_at,
@@ -276,6 +326,8 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
             "draining": services.draining,
             "vad": services.vad.status(),
             "store": services.store.status(),
+            "limits": services.limits.status(),  # per-key limits shared across edges, or not
+            "keys": services.auth.keys.store.status(),
         },
         "router": services.router.status(),
     }
@@ -309,7 +361,17 @@ def create_app(services: EdgeServices) -> Litestar:
         await services.aclose()
 
     return Litestar(
-        route_handlers=[realtime, client_secrets, status, health, metrics, *web_route_handlers()],  # issue 7
+        route_handlers=[
+            realtime,
+            client_secrets,
+            status,
+            health,
+            metrics,
+            *web_route_handlers(),  # issue 7
+            *key_route_handlers(),  # issue 17a: /v1/keys
+            *tenant_route_handlers(_authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
+            *audio_route_handlers(_authenticate),  # issue 16a: speech, transcriptions, models
+        ],
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},

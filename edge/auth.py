@@ -1,4 +1,7 @@
-"""Who is connecting, and what they may do: API keys, HS256 JWTs and short-lived client secrets.
+"""Who is connecting, and what they may do: API keys (from the environment, or stored as data:
+``vm_...``, ``edge/keys.py``), HS256 JWTs and short-lived client secrets. Each credential brings a
+``KeyPolicy``: the defaults for an environment key, a stored key's own, a JWT's claims, and for a
+client secret its minting key's.
 
 Browsers cannot set headers on a WebSocket, so the token may also come as the
 ``openai-insecure-api-key.<token>`` subprotocol, as OpenAI's browser clients send it.
@@ -21,6 +24,10 @@ from dataclasses import dataclass
 import jwt
 
 from edge.client_secrets import SECRET_PREFIX, ClientSecrets
+from edge.key_policy import DEFAULT_POLICY, InvalidPolicy, KeyPolicy, policy_claims, policy_from_claims
+from edge.key_store import MemoryKeyStore
+from edge.keys import SECRET_PREFIX as KEY_PREFIX
+from edge.keys import KeyRing
 from edge.settings import EdgeSettings
 from wire.errors import ProtocolError
 from wire.redact import redact_token
@@ -55,6 +62,13 @@ class Principal:
     via: str
     """``api_key``, ``jwt`` or ``client_secret``."""
     scopes: frozenset[str] = frozenset({REALTIME})
+    policy: KeyPolicy = DEFAULT_POLICY
+    """Residency, limits, voices and priority class (``edge/key_policy.py``)."""
+    stored_key: bool = False
+    """``key_id`` is a stored key (``edge/keys.py``): revoking it ends this credential's sessions."""
+    residency: frozenset[str] | None = None
+    """A narrowing of ``policy.residency`` the credential carries (a client secret minted with
+    ``voicemesh.residency``); applied per session by ``edge/tenancy.py``."""
 
     def require(self, scope: str) -> None:
         if scope not in self.scopes:
@@ -85,12 +99,14 @@ def _jwt_scopes(claim: object) -> frozenset[str]:
 
 
 class Authenticator:
-    def __init__(self, settings: EdgeSettings, secrets: ClientSecrets) -> None:
+    def __init__(self, settings: EdgeSettings, secrets: ClientSecrets, keys: KeyRing | None = None) -> None:
         self._keys = [(k.encode(), frozenset({REALTIME})) for k in settings.api_keys]
         self._keys += [(k.encode(), frozenset({REALTIME, ADMIN})) for k in settings.admin_keys]
         self._jwt_secret = settings.jwt_secret
         self._max_bytes = settings.limits.max_credential_bytes
         self.secrets = secrets
+        self.keys = keys or KeyRing(MemoryKeyStore(), settings.keys, settings.voices)
+        """Keys stored as data (``vm_...``): looked up by the hash of the secret."""
 
     async def authenticate(self, token: str | None) -> Principal:
         if not token:
@@ -106,11 +122,15 @@ class Authenticator:
         found = [scopes for key, scopes in self._keys if hmac.compare_digest(key, raw)]
         if found:
             return Principal(key_id(token), "api_key", frozenset().union(*found))
+        if token.startswith(KEY_PREFIX):
+            record = await self.keys.authenticate(token)
+            if record is None:
+                raise NotAuthenticated(
+                    "API key unknown, revoked or rotated: ask your operator for the current one"
+                )
+            return Principal(record.id, "api_key", frozenset({REALTIME}), record.policy(), stored_key=True)
         if token.startswith(SECRET_PREFIX):
-            owner = await self.secrets.redeem(token)
-            if owner is None:
-                raise NotAuthenticated("client secret unknown, expired or already used: mint a new one")
-            return Principal(owner, "client_secret", frozenset({REALTIME}))
+            return await self._redeem(token)
         if self._jwt_secret and token.count(".") == 2:
             try:
                 claims = jwt.decode(
@@ -118,5 +138,34 @@ class Authenticator:
                 )
             except jwt.PyJWTError as exc:
                 raise NotAuthenticated(f"invalid JWT: {exc}") from exc
-            return Principal(f"jwt_{claims['sub']}", "jwt", _jwt_scopes(claims.get("scope")))
+            try:
+                policy = policy_from_claims(claims)
+            except InvalidPolicy as exc:
+                raise NotAuthenticated(f"invalid JWT claim: {exc}") from exc
+            return Principal(f"jwt_{claims['sub']}", "jwt", _jwt_scopes(claims.get("scope")), policy)
         raise NotAuthenticated("invalid API key")
+
+    async def _redeem(self, token: str) -> Principal:
+        """A client secret: its minting key's id and policy (a stored key's as it is now)."""
+        minted = await self.secrets.redeem(token)
+        if minted is None:
+            raise NotAuthenticated("client secret unknown, expired or already used: mint a new one")
+        policy = DEFAULT_POLICY
+        if minted.stored_key:
+            record = await self.keys.live(minted.owner)
+            if record is None:
+                raise NotAuthenticated("the API key this client secret was minted from was revoked")
+            policy = record.policy()
+        elif minted.policy:
+            policy = policy_from_claims(minted.policy)
+        narrowed = None if minted.residency is None else frozenset(minted.residency)
+        return Principal(
+            minted.owner, "client_secret", frozenset({REALTIME}), policy, minted.stored_key, narrowed
+        )
+
+    def mint_claims(self, principal: Principal) -> dict[str, object] | None:
+        """What a client secret minted by ``principal`` carries of its policy: a JWT's own (a
+        stored key's is read again at the handshake; an env key has the defaults)."""
+        if principal.stored_key or principal.policy == DEFAULT_POLICY:
+            return None
+        return policy_claims(principal.policy)

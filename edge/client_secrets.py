@@ -11,7 +11,6 @@ admin scope, and cannot mint other secrets.
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 import time
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from edge.json_body import json_object
+from edge.key_policy import InvalidPolicy, policy_from_claims
 from edge.shared_store import EdgeStore
 from wire.errors import ProtocolError
 
@@ -33,9 +34,20 @@ class BadMintRequest(ProtocolError):
     code = "invalid_request_error"
 
 
-class _Record(msgspec.Struct):
+class Redeemed(msgspec.Struct):
+    """What a live secret says about who minted it."""
+
     owner: str
+    """The minting key's id."""
     single_use: bool = False
+    policy: dict[str, Any] | None = None
+    """The minting credential's policy (``edge/key_policy.py`` fields), for a JWT; ``None``: the
+    defaults, or the stored key's current policy when ``stored_key``."""
+    stored_key: bool = False
+    """Minted from a stored key (``edge/keys.py``): the handshake reads the key's policy then, and
+    refuses the secret once the key is revoked."""
+    residency: list[str] | None = None
+    """The mint request's ``voicemesh.residency``: a narrowing of the key's (``edge/tenancy.py``)."""
 
 
 def digest(value: str) -> str:
@@ -55,18 +67,16 @@ class MintRequest:
     ttl_s: int | None = None
     single_use: bool = False
     session: dict[str, Any] | None = None
+    residency: frozenset[str] | None = None
+    """``voicemesh.residency``: narrows the key's residency for the sessions the secret opens
+    (``edge/tenancy.py``; checked against the key's when minting)."""
 
     @classmethod
     def parse(cls, raw: bytes) -> MintRequest:
         """The request from the raw body; anything else than the documented shape is a ``BadMintRequest``."""
         if not raw.strip():
             return cls()
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise BadMintRequest(f"body is not JSON: {exc}") from exc
-        if not isinstance(body, dict):
-            raise BadMintRequest("body must be a JSON object")
+        body = json_object(raw, BadMintRequest)
         ttl = _ttl(body.get("expires_after"))
         session = body.get("session")
         if session is not None and not isinstance(session, dict):
@@ -79,7 +89,11 @@ class MintRequest:
         single = ext.get("single_use", False)
         if not isinstance(single, bool):
             raise BadMintRequest("voicemesh.single_use must be true or false")
-        return cls(ttl_s=ttl, single_use=single, session=session)
+        try:
+            residency = policy_from_claims({"residency": ext.get("residency")}).residency
+        except InvalidPolicy as exc:
+            raise BadMintRequest(f"voicemesh.{exc}") from exc
+        return cls(ttl_s=ttl, single_use=single, session=session, residency=residency)
 
 
 def _ttl(expires_after: object) -> int | None:
@@ -102,24 +116,30 @@ class ClientSecrets:
         self._store = store
         self._default_ttl_s = default_ttl_s
 
-    async def mint(self, owner_key_id: str, request: MintRequest) -> tuple[str, int]:
-        """A fresh secret for the key ``owner_key_id``; returns ``(value, expires_at)`` (unix s)."""
+    async def mint(
+        self, owner_key_id: str, request: MintRequest, *, policy: dict[str, Any] | None = None,
+        stored_key: bool = False,
+    ) -> tuple[str, int]:  # fmt: skip
+        """A fresh secret for the key ``owner_key_id`` (carrying its ``policy`` fields, or marked
+        as a stored key's); returns ``(value, expires_at)`` (unix s)."""
         ttl = min(request.ttl_s or self._default_ttl_s, MAX_TTL_S)
         value = SECRET_PREFIX + secrets.token_urlsafe(24)
-        record = msgspec.json.encode(_Record(owner=owner_key_id, single_use=request.single_use))
+        residency = None if request.residency is None else sorted(request.residency)
+        minted = Redeemed(owner_key_id, request.single_use, policy, stored_key, residency)
+        record = msgspec.json.encode(minted)
         await self._store.set(_key(value), record, expires_in=ttl)
         return value, int(time.time()) + ttl
 
-    async def redeem(self, value: str) -> str | None:
-        """The owner's key id if ``value`` is a live secret (a single-use one is spent), else ``None``."""
+    async def redeem(self, value: str) -> Redeemed | None:
+        """Who minted ``value`` if it is a live secret (a single-use one is spent), else ``None``."""
         key = _key(value)
         raw = await self._store.get(key)
         if raw is None:
             return None
-        record = msgspec.json.decode(raw, type=_Record)
+        record = msgspec.json.decode(raw, type=Redeemed)
         if record.single_use and await self._store.take(key) is None:
             return None  # another socket spent it first
-        return record.owner
+        return record
 
 
-__all__ = ["SECRET_PREFIX", "BadMintRequest", "ClientSecrets", "MintRequest", "digest"]
+__all__ = ["SECRET_PREFIX", "BadMintRequest", "ClientSecrets", "MintRequest", "Redeemed", "digest"]

@@ -145,11 +145,17 @@ def server_event(type_: str, **fields: Any) -> str:
     return model.model_validate(body).model_dump_json(exclude_unset=True)
 
 
-def error_event(exc: ProtocolError, *, event_id: str | None = None, param: str | None = None) -> str:
+def error_event(
+    exc: ProtocolError,
+    *,
+    event_id: str | None = None,
+    param: str | None = None,
+    error_type: str = "invalid_request_error",
+) -> str:
     return server_event(
         "error",
         error={
-            "type": "invalid_request_error",
+            "type": error_type,
             "code": exc.code,
             "message": exc.message,
             "event_id": event_id,

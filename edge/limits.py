@@ -1,6 +1,8 @@
 """The edge's limits, enforced before any region is involved.
 
-* Admission: concurrent sessions per key and per edge, and token-bucket rate limits per key.
+* Admission: concurrent sessions per key and per edge, and token-bucket rate limits per key (each
+  key's own when its policy sets them, ``edge/key_policy.py``; shared by every edge through Redis in
+  ``edge/shared_limits.py``).
 * Content (``ContentLimits`` in ``edge/settings.py``, each bound documented there): text and
   instruction sizes, voice names, ``max_output_tokens``, every numeric ``session.update`` field, and
   the history trimmed so that a turn fits the model's context.
@@ -17,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from edge.key_policy import DEFAULT_POLICY, KeyPolicy
 from edge.settings import ContentLimits, LimitSettings
 from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
@@ -41,9 +44,29 @@ class InvalidParam(BadEvent):
         self.param = param
 
 
+def rate_of(policy: KeyPolicy, limits: LimitSettings) -> tuple[float, int]:
+    """A key's connect bucket, ``(rate_per_s, burst)``: its policy's, else the edge's defaults."""
+    return (policy.rate_per_s or limits.connect_rate_per_s, policy.burst or limits.connect_burst)
+
+
+def session_cap_of(policy: KeyPolicy, limits: LimitSettings) -> int:
+    return policy.max_sessions or limits.max_sessions_per_key
+
+
+def rate_limited(rate_per_s: float) -> RateLimited:
+    return RateLimited(f"too many requests for this key; retry in {1 / rate_per_s:.1f} s")
+
+
+def too_many_sessions(active: int, cap: int, where: str = "") -> TooManySessions:
+    return TooManySessions(
+        f"this key already has {active} open sessions{where} (limit {cap}): close one first"
+    )
+
+
 class KeyLimits:
     """Admission per API key (or JWT subject, or the key a client secret was minted from), and for
-    the whole edge."""
+    the whole edge, counted in this process (``edge/shared_limits.py`` counts per key across edges,
+    and falls back to this while Redis is down)."""
 
     def __init__(self, limits: LimitSettings) -> None:
         self._limits = limits
@@ -51,14 +74,17 @@ class KeyLimits:
         self._total = 0
         self._buckets: dict[str, TokenBucket] = {}
 
-    def check_rate(self, key_id: str) -> None:
+    def bucket(self, key_id: str, policy: KeyPolicy = DEFAULT_POLICY) -> TokenBucket:
+        rate, burst = rate_of(policy, self._limits)
         bucket = self._buckets.get(key_id)
-        if bucket is None:
-            bucket = self._buckets[key_id] = TokenBucket(
-                rate_per_s=self._limits.connect_rate_per_s, burst=self._limits.connect_burst
-            )
+        if bucket is None or (bucket.rate_per_s, bucket.burst) != (rate, burst):
+            bucket = self._buckets[key_id] = TokenBucket(rate_per_s=rate, burst=burst)
+        return bucket
+
+    def check_rate(self, key_id: str, policy: KeyPolicy = DEFAULT_POLICY) -> None:
+        bucket = self.bucket(key_id, policy)
         if not bucket.take():
-            raise RateLimited(f"too many requests for this key; retry in {1 / bucket.rate_per_s:.1f} s")
+            raise rate_limited(bucket.rate_per_s)
 
     def active(self, key_id: str) -> int:
         return self._active.get(key_id, 0)
@@ -68,18 +94,17 @@ class KeyLimits:
         """Open sessions of every key."""
         return self._total
 
-    def acquire(self, key_id: str) -> None:
-        """Take one of the key's session slots and one of the edge's (``release`` gives them back)."""
+    def acquire(self, key_id: str, policy: KeyPolicy = DEFAULT_POLICY, *, per_key: bool = True) -> None:
+        """Take one of the key's session slots and one of the edge's (``release`` gives them back);
+        ``per_key=False``: the key's cap is checked elsewhere (across edges), only counted here."""
         if self._total >= self._limits.max_sessions:
             raise TooManySessions(
                 f"this edge is serving its limit of {self._limits.max_sessions} sessions: retry shortly",
                 code="edge_session_limit_exceeded",
             )
-        if self._active[key_id] >= self._limits.max_sessions_per_key:
-            raise TooManySessions(
-                f"this key already has {self._active[key_id]} open sessions "
-                f"(limit {self._limits.max_sessions_per_key}): close one first"
-            )
+        cap = session_cap_of(policy, self._limits)
+        if per_key and self._active[key_id] >= cap:
+            raise too_many_sessions(self._active[key_id], cap)
         self._active[key_id] += 1
         self._total += 1
 

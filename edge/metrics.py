@@ -18,6 +18,21 @@ RESPONSES = Counter(
     "Responses finished, by status and who served them",
     ["status", "served_by"],
 )
+KEY_TURNS = Counter(
+    "voicemesh_edge_key_turns_total",
+    "Turns finished per API key id, by outcome (completed, degraded, failed, cancelled): edge/usage.py",
+    ["key", "outcome"],
+)
+KEY_AUDIO_SECONDS = Counter(
+    "voicemesh_edge_key_audio_seconds_total",
+    "Audio seconds per API key id: `in` sent to a region, `out` region audio relayed to the client",
+    ["key", "direction"],
+)
+KEY_TOKENS = Counter(
+    "voicemesh_edge_key_tokens_total",
+    "Tokens per API key id (the edge's estimate, as in response.usage), `input` or `output`",
+    ["key", "kind"],
+)
 RELAY_SECONDS = Histogram(
     "voicemesh_edge_relay_seconds",
     "The edge's own time per relayed audio chunk: router yield (or the player getting free) to the socket",

@@ -185,4 +185,4 @@ class RouterRelay:
         self.held.take()
         if ev.code == InvalidToolCall.code:
             return  # the model's output, not a client event, was at fault: ``response.done`` says why
-        await self.frames.send(error_event(ev.error(), param=ev.param))
+        await self.frames.send(error_event(ev.error(), param=ev.param, error_type=ev.error_type))

@@ -103,6 +103,10 @@ class Response:
     def cancelling(self) -> bool:
         return self._cancel_reason is not None
 
+    @property
+    def cancel_reason(self) -> CancelReason | None:
+        return self._cancel_reason
+
     async def run(self) -> ResponseResult:
         """Play the response out and close it with ``response.done``, whatever happened on the way
         (unless the session itself is closing)."""
@@ -117,7 +121,7 @@ class Response:
             error = {"type": "server_error", "code": "internal_error", "message": type(exc).__name__}
         if (refused := self.relay.refused) is not None and status != "cancelled":
             status = "failed"
-            error = {"type": "invalid_request_error", "code": refused.code, "message": refused.message}
+            error = {"type": refused.error_type, "code": refused.code, "message": refused.message}
         full_text = "".join(self.relay.text).strip()
         # Text-only: the client has every delta sent. Audio: only the clauses played out.
         whole = status == "completed" or not self.frames.output_audio

@@ -4,6 +4,11 @@ heard into the conversation (unless it was out of band) and save the session. A 
 answered user audio but ended without its transcript hands that audio to the session's input
 transcription (``edge/transcription.py``).
 
+Every turn is routed in the session's residency, with its key's priority class (``edge/tenancy.py``).
+When no region of it can serve the turn, the key's ``on_no_region`` decides: the edge's own voice
+(the router's ``Degraded``, as always) or an ``error`` (the response fails, nothing is spoken). Each
+finished response is booked: its audit record and usage (``edge/accounting.py``).
+
 A session has at most one response at a time; its task is this session's only background work.
 """
 
@@ -12,19 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
+import msgspec
+
+from edge.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
 from edge.conversation import Conversation, UserTurn
 from edge.events import Send, new_id
 from edge.metrics import RESPONSES
-from edge.response import CancelReason, Response
+from edge.response import CancelReason, Response, ResponseResult
+from edge.response_frames import estimated_usage
 from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
 from edge.state import SessionState
+from edge.tenancy import refusal_for, routing_of
 from edge.transcription import InputTranscription
-from router.api import SessionRouting
+from edge.usage import UsageDelta
+from router.api import Degraded, RoutedEvent
 from wire.errors import BadEvent
-from wire.turn import TurnStart
+from wire.turn import Transcript, TurnStart
 
 
 class ResponseLifecycle:
@@ -46,6 +57,8 @@ class ResponseLifecycle:
         self.turn_start: TurnStart | None = None
         """What the response in progress asked the router (a session snapshot keeps it)."""
         self._task: asyncio.Task[None] | None = None
+        self.on_done: Callable[[], None] | None = None
+        """Called as each ``response.done`` has gone out (``SessionHooks.response_done``)."""
 
     def start(self, params: ResponseParams | None = None) -> None:
         """``response.create`` with its checked ``params`` (``edge/response_params.py``), or the end
@@ -72,6 +85,7 @@ class ResponseLifecycle:
             output_audio=params.output_audio,
             tools=params.tools,
             tool_choice=params.tool_choice,
+            priority=state.priority,
         )
         self._launch(start, params, turn)
 
@@ -85,6 +99,7 @@ class ResponseLifecycle:
             )
         params = response_params(None, self._state, self._services.settings)
         params = dataclasses.replace(params, output_audio=start.output_audio)
+        start = msgspec.structs.replace(start, priority=self._state.priority)  # the key's, now
         turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
         self._launch(start, params, turn)
 
@@ -92,7 +107,8 @@ class ResponseLifecycle:
         state, services = self._state, self._services
         self.turn_start = start
         audio = None if turn.transcript is not None else turn.audio or None
-        events = services.router.run_turn(SessionRouting(session_id=state.id), start, audio)
+        trail = TurnTrail()
+        events = self._watched(services.router.run_turn(routing_of(state), start, audio), start, trail)
         response = Response(
             send=self._send,
             events=events,
@@ -113,7 +129,29 @@ class ResponseLifecycle:
             self._conversation.open_answer(response.frames.item_id, timeline)
         self.response = response
         self.last_response_id = response.id
-        self._task = asyncio.create_task(self._run(response, turn), name=response.id)
+        self._task = asyncio.create_task(
+            self._run(response, turn, start, trail, len(audio or b"")), name=response.id
+        )
+
+    async def _watched(
+        self, events: AsyncIterator[RoutedEvent], start: TurnStart, trail: TurnTrail
+    ) -> AsyncGenerator[RoutedEvent, None]:
+        """The router's stream as the response relays it, noted in ``trail``; a degraded turn of a
+        key whose ``on_no_region`` is ``error`` ends in that error instead of the edge's voice."""
+        try:
+            async for ev in events:
+                trail.see(ev)
+                if not isinstance(ev, Degraded) or (refusal := refusal_for(self._state, ev)) is None:
+                    yield ev
+                    continue
+                if ev.transcript:  # what the user said is still theirs to see
+                    yield Transcript(turn_id=start.turn_id, text=ev.transcript)
+                trail.see(refusal)
+                yield refusal
+                return
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
 
     def cancel(self, reason: CancelReason) -> bool:
         """Stop the response in progress; ``False`` when there is none (or it is already stopping)."""
@@ -163,7 +201,9 @@ class ResponseLifecycle:
             return None
         return lambda transcript: self._transcription.heard(item_id, transcript, len(turn.audio))
 
-    async def _run(self, response: Response, turn: UserTurn) -> None:
+    async def _run(
+        self, response: Response, turn: UserTurn, start: TurnStart, trail: TurnTrail, audio_in: int
+    ) -> None:
         try:
             result = await response.run()
             if response.params is None or not response.params.out_of_band:
@@ -174,8 +214,11 @@ class ResponseLifecycle:
             # ``response.create`` as soon as it reads it.
             if self.response is response:
                 self.response = None
+        if self.on_done is not None:
+            self.on_done()
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
+        await self._book(response, result, start, trail, audio_in)
         if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
             if served_by == "edge":
                 reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
@@ -183,3 +226,21 @@ class ResponseLifecycle:
             else:
                 await self._transcription.request(turn.audio_item_id, turn.audio)
         await self._services.sessions.save(self._state)
+
+    async def _book(
+        self, response: Response, result: ResponseResult, start: TurnStart, trail: TurnTrail, audio_in: int
+    ) -> None:
+        """The finished response's audit record and usage."""
+        state = self._state
+        if trail.degraded is not None:
+            trail.left_for(NOWHERE if trail.refused is not None else EDGE)
+        outcome, reason = trail.outcome(result.status, response.cancel_reason)
+        record = AuditRecord(
+            at=now(), key_id=state.key_id, session_id=state.id, turn_id=start.turn_id,
+            response_id=response.id, residency=state.residency, regions=trail.regions,
+            failovers=trail.hops, outcome=outcome, reason=reason,
+        )  # fmt: skip
+        usage = estimated_usage([*response.prompt, result.transcript or ""], result.full_text)
+        tokens = (usage["input_tokens"], usage["output_tokens"])
+        delta = UsageDelta.of(audio_in_bytes=audio_in, audio_out_bytes=trail.audio_out_bytes, tokens=tokens)
+        await self._services.accounting.book(record, delta)

@@ -30,7 +30,7 @@ from openai.types.realtime.realtime_response_create_params import RealtimeRespon
 from edge.conversation import Conversation, UserTurn
 from edge.limits import InvalidParam, check_range, check_text, estimate_tokens, fit_history
 from edge.response_tools import check_tool_choice, check_tools, tools_object
-from edge.session_update import output_modalities, speaks
+from edge.session_update import check_voice_allowed, output_modalities, speaks
 from edge.settings import ContentLimits, EdgeSettings
 from edge.state import SessionState
 from wire.errors import BadEvent
@@ -64,10 +64,12 @@ class ResponseParams:
 
 
 def response_params(
-    params: RealtimeResponseCreateParams | None, state: SessionState, settings: EdgeSettings
-) -> ResponseParams:
+    params: RealtimeResponseCreateParams | None, state: SessionState, settings: EdgeSettings,
+    *, voices: frozenset[str] | None = None,
+) -> ResponseParams:  # fmt: skip
     """``response.create``'s ``response`` (``None``: the session's settings) checked; raises
-    ``InvalidParam`` (or ``VoiceRefused``) naming the first bad param."""
+    ``InvalidParam`` (or ``VoiceRefused``) naming the first bad param. ``voices``: the only ones the
+    session's key may use (``None``: any of the edge's)."""
     limits = settings.limits.content
     voice, param = state.voice, "session.audio.output.voice"
     if params is not None and params.audio is not None and params.audio.output is not None:
@@ -75,6 +77,7 @@ def response_params(
         if asked is not None:
             voice, param = asked if isinstance(asked, str) else asked.id, "response.audio.output.voice"
             check_text(voice, param, limits.max_voice_chars)
+            check_voice_allowed(voice, voices, param)
     base = ResponseParams(
         instructions=state.instructions,
         voice=voice,

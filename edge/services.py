@@ -11,13 +11,17 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field, replace
 
+from edge.accounting import Accounting
 from edge.auth import Authenticator
 from edge.client_secrets import ClientSecrets
 from edge.fallback_voice import FallbackVoice
+from edge.key_store import open_key_store, redis_client
+from edge.keys import KeyRing
 from edge.limits import KeyLimits
 from edge.protocols import FallbackSpeaker, Vad
 from edge.session_snapshot import SessionSnapshots
 from edge.settings import EdgeSettings
+from edge.shared_limits import SharedKeyLimits
 from edge.shared_store import EdgeStore
 from edge.state import open_store
 from edge.vad import VadBatcher
@@ -32,11 +36,13 @@ class EdgeServices:
     fallback: FallbackSpeaker
     sessions: SessionSnapshots
     auth: Authenticator
-    limits: KeyLimits
-    """Per key: open sessions and the connect bucket."""
+    limits: SharedKeyLimits
+    """Per key: open sessions and the connect bucket, across edges when Redis is configured."""
     mint_limits: KeyLimits
     """Per key: the bucket for minting client secrets, apart from connects."""
     store: EdgeStore
+    accounting: Accounting = field(default_factory=Accounting)
+    """Per key: the audit trail and usage totals (``edge/accounting.py``)."""
     open_sessions: int = 0
     draining: bool = False
     """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/server.py``)."""
@@ -58,16 +64,29 @@ class EdgeServices:
         store = open_store(settings.store_url, timeout_s=settings.redis_timeout_s)
         limits = settings.limits
         minting = replace(limits, connect_rate_per_s=limits.mint_rate_per_s, connect_burst=limits.mint_burst)
+        timeout = settings.redis_timeout_s
         return cls(
             settings=settings,
             router=router,
             vad=vad,
             fallback=fallback,
             sessions=SessionSnapshots(store, ttl_s=settings.resume.ttl_s),
-            auth=Authenticator(settings, ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s)),
-            limits=KeyLimits(limits),
+            auth=Authenticator(
+                settings,
+                ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s),
+                KeyRing(
+                    open_key_store(settings.store_url, timeout_s=timeout), settings.keys, settings.voices
+                ),
+            ),
+            limits=SharedKeyLimits(
+                limits,
+                None if settings.store_url is None else redis_client(settings.store_url, timeout),
+                lease_s=settings.keys.session_lease_s,
+                timeout_s=timeout,
+            ),
             mint_limits=KeyLimits(minting),
             store=store,
+            accounting=Accounting.open(settings.store_url, timeout_s=settings.redis_timeout_s),
         )
 
     async def start(self) -> None:
@@ -81,4 +100,7 @@ class EdgeServices:
                 await self._preload
         await self.vad.aclose()
         await self.router.aclose()
+        await self.auth.keys.aclose()
+        await self.limits.aclose()
         await self.store.aclose()
+        await self.accounting.aclose()

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from openai.types.realtime import (
     ConversationItemCreateEvent,
@@ -39,6 +40,7 @@ from edge.events import (
     validate_client_event,
 )
 from edge.input_turns import InputTurns
+from edge.key_policy import DEFAULT_POLICY, KeyPolicy
 from edge.limits import RateLimited
 from edge.metrics import CLIENT_EVENTS
 from edge.response_lifecycle import ResponseLifecycle
@@ -56,6 +58,7 @@ from edge.services import EdgeServices
 from edge.session_snapshot import SessionSnapshot
 from edge.session_update import session_changes, session_object
 from edge.state import SessionState
+from edge.tenancy import vendor_session
 from edge.transcription import InputTranscription
 from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
@@ -63,6 +66,16 @@ from wire.rates import TokenBucket
 log = logging.getLogger("voicemesh.edge")
 
 CloseSocket = Callable[[int, str], Awaitable[None]]
+
+
+class SessionHooks(Protocol):
+    """What the connection adds around a session's events (``edge/key_session.py``)."""
+
+    async def session_created(self) -> None:
+        """Right after ``session.created`` (the client's next event)."""
+
+    def response_done(self) -> None:
+        """As each ``response.done`` goes out; must not wait (the response slot is free)."""
 
 
 class SessionTakenOver(ProtocolError):
@@ -78,9 +91,13 @@ class RealtimeSession:
         close_socket: CloseSocket | None = None,
         *,
         lease: str | None = None,
+        policy: KeyPolicy = DEFAULT_POLICY,
+        hooks: SessionHooks | None = None,
     ) -> None:
         self.services = services
         self.state = state
+        self.policy = policy
+        """The connection's key policy: which voices it may use (``edge/key_policy.py``)."""
         self._send = send
         self._close_socket = close_socket
         self.lease = lease or secrets.token_hex(12)
@@ -97,6 +114,9 @@ class RealtimeSession:
         )
         self.transcription = InputTranscription(services, state, self.conversation, send)
         self.responses = ResponseLifecycle(services, state, self.conversation, send, self.transcription)
+        self._hooks = hooks
+        if hooks is not None:
+            self.responses.on_done = hooks.response_done
         self.turns = InputTurns(
             services.vad.stream(),
             state.turn_detection,
@@ -120,7 +140,9 @@ class RealtimeSession:
             await self.services.sessions.save(self.state)
         else:
             items = restore(resumed, self.conversation)
-        await self._send(server_event("session.created", session=session_object(self.state)))
+        await self._send(server_event("session.created", session=self._session_object()))
+        if self._hooks is not None:
+            await self._hooks.session_created()
         if resumed is not None:
             for event in replay(items):
                 await self._send(event)
@@ -248,7 +270,10 @@ class RealtimeSession:
         elif isinstance(event, OutputAudioBufferClearEvent):
             await self._clear_output_audio()
         elif isinstance(event, ResponseCreateEvent):
-            self.responses.start(response_params(event.response, self.state, self.services.settings))
+            params = response_params(
+                event.response, self.state, self.services.settings, voices=self.policy.voices
+            )
+            self.responses.start(params)
             await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
         elif isinstance(event, ResponseCancelEvent):
             if not self.responses.cancel("client_cancelled"):
@@ -275,11 +300,19 @@ class RealtimeSession:
         await self._send(server_event("output_audio_buffer.cleared", response_id=response_id))
 
     async def _update(self, event: SessionUpdateEvent) -> None:
-        for name, value in session_changes(self.state, event.session, self.services.settings).items():
+        changes = session_changes(
+            self.state, event.session, self.services.settings, voices=self.policy.voices
+        )
+        for name, value in changes.items():
             setattr(self.state, name, value)
         self.turns.configure(self.state.turn_detection, self.state.input_audio_format)
         await self.services.sessions.save(self.state)
-        await self._send(server_event("session.updated", session=session_object(self.state)))
+        await self._send(server_event("session.updated", session=self._session_object()))
+
+    def _session_object(self) -> dict[str, Any]:
+        """The API's session, plus ``voicemesh``: the residency, priority class and no-region rule
+        its turns are served under (``edge/tenancy.py``)."""
+        return {**session_object(self.state), "voicemesh": vendor_session(self.state)}
 
     def _speech_started(self) -> None:
         self._speaking = True

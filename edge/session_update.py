@@ -33,14 +33,32 @@ def _given(value: T | None, default: T) -> T:
     return default if value is None else value
 
 
-def initial_state(settings: EdgeSettings, *, key_id: str, model: str = "") -> SessionState:
-    """A new session as the edge's settings configure it (server VAD on)."""
+def check_voice_allowed(voice: str, voices: frozenset[str] | None, param: str) -> None:
+    """``InvalidParam`` naming ``param`` when the key restricts its voices and ``voice`` is not one
+    (``KeyPolicy.voices``); an alias counts by the name the client used."""
+    if voices is not None and voice not in voices:
+        allowed = ", ".join(f"'{v}'" for v in sorted(voices))
+        raise InvalidParam(
+            f"voice '{voice}' is not allowed for this API key: use one of {allowed}",
+            param=param,
+            code="voice_not_allowed",
+        )
+
+
+def initial_state(
+    settings: EdgeSettings, *, key_id: str, model: str = "", voices: frozenset[str] | None = None
+) -> SessionState:
+    """A new session as the edge's settings configure it (server VAD on); with the key's ``voices``
+    restricted, its first one unless the edge's default voice is among them."""
     vad = settings.vad
+    voice = settings.default_voice
+    if voices is not None and voice not in voices:
+        voice = min(voices)
     return SessionState(
         id=new_id("sess"),
         key_id=key_id,
         model=model,
-        voice=settings.default_voice,
+        voice=voice,
         instructions=settings.default_instructions,
         turn_detection=TurnDetection(
             threshold=vad.threshold,
@@ -79,8 +97,11 @@ def session_object(state: SessionState) -> dict[str, Any]:
     }
 
 
-def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> dict[str, Any]:
-    """What one ``session.update``'s ``session`` changes in ``state``, as ``{field: new value}``.
+def session_changes(
+    state: SessionState, s: Session, settings: EdgeSettings, *, voices: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """What one ``session.update``'s ``session`` changes in ``state``, as ``{field: new value}``;
+    ``voices``: the only ones the session's key may use (``None``: any of the edge's).
 
     Every field is checked before anything changes: the first bad one raises and the caller leaves
     the session as it was (all or nothing)."""
@@ -114,6 +135,7 @@ def session_changes(state: SessionState, s: Session, settings: EdgeSettings) -> 
             # A voice no region speaks is refused here, not at a turn; the session keeps (and
             # echoes) the name asked for, mapped to a region voice per turn.
             settings.voices.region_voice(voice, param="session.audio.output.voice")
+            check_voice_allowed(voice, voices, "session.audio.output.voice")
             changes["voice"] = voice
     if audio is not None and audio.input is not None:
         if (fmt := _audio_format(audio.input.format, "session.audio.input.format")) is not None:

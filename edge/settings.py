@@ -94,6 +94,21 @@ class LimitSettings:
 
 
 @dataclass(frozen=True)
+class KeySettings:
+    """API keys stored as data (``edge/keys.py``, ``docs/keys.md``)."""
+
+    cache_s: float = 0.5
+    """How long an edge trusts a stored key it looked up: a key revoked or rotated through any edge
+    is refused by every edge once this has passed."""
+    revocation_check_s: float = 0.5
+    """How often an edge checks the stored keys of its open sessions: a revoked key's sessions end
+    (``api_key_revoked``) within about this."""
+    session_lease_s: float = 30.0
+    """A session's slot in its key's shared cap expires this long after its edge last renewed it
+    (every third of it): the slots of a crashed edge's sessions come free by themselves."""
+
+
+@dataclass(frozen=True)
 class EdgeSettings:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -122,6 +137,10 @@ class EdgeSettings:
     """How far ahead of real-time playback audio is sent: what was sent is (nearly) what was heard."""
     resume: ResumeSettings = field(default_factory=lambda: ResumeSettings())
     """Session snapshots, resume and graceful drain (``docs/resume.md``)."""
+    keys: KeySettings = field(default_factory=KeySettings)
+    """Stored API keys: lookup cache, revocation checks, session leases (``docs/keys.md``)."""
+    models: dict[str, str] = field(default_factory=dict)
+    """The profile's model names by kind (``llm``, ``stt``, ``tts``): ``GET /v1/models`` lists them."""
 
 
 def _env_float(name: str, default: float) -> float:

@@ -9,11 +9,13 @@ state is kept in this edge (see ``RedisFallbackStore``).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 from litestar.stores.base import Store
 
 from edge.shared_store import EdgeStore, open_edge_store
-from wire.turn import Message, Tool, ToolChoice
+from wire.turn import Message, Priority, Tool, ToolChoice
 
 
 class TurnDetection(msgspec.Struct, kw_only=True):
@@ -52,6 +54,13 @@ class SessionState(msgspec.Struct, kw_only=True):
     tool_choice: ToolChoice = "auto"
     history: list[Message] = msgspec.field(default_factory=list)
     created_at: float = 0.0
+    residency: list[str] | None = None
+    """Region residency tags that may serve this session's turns (its key's, narrowed by the session:
+    ``edge/tenancy.py``); ``None``: anywhere. Kept in the snapshot, so a resume keeps it."""
+    priority: Priority = "normal"
+    """The key's class in a region's queue (``TurnStart.priority``)."""
+    on_no_region: Literal["edge_voice", "error"] = "edge_voice"
+    """What a turn gets when no region of the residency can serve it (``edge/key_policy.py``)."""
 
 
 def open_store(url: str | None, *, timeout_s: float = 0.5) -> EdgeStore:

@@ -15,6 +15,9 @@ and ``.completed``, or ``.failed`` with an error:
 * audio whose response the edge's fallback voice answered (no region left) cannot be transcribed:
   the edge runs no STT of its own, so it gets ``.failed`` naming the router's reason.
 
+A transcription turn is routed in the session's residency with its key's priority, like a response
+(``edge/tenancy.py``), and booked like one (audit record and usage: ``edge/accounting.py``).
+
 The model name the client asks for is echoed, not used: a region's own STT transcribes. Without
 transcription on, a response's transcript still gives ``.completed`` (no ``.delta``), as always.
 """
@@ -22,24 +25,26 @@ transcription on, a response's transcript still gives ``.completed`` (no ``.delt
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 
+from edge.audit import TurnTrail
 from edge.conversation import Conversation
 from edge.events import Send, new_id, server_event
 from edge.services import EdgeServices
 from edge.state import SessionState
-from router.api import ClientRefused, Degraded, SessionRouting
+from edge.tenancy import routing_of
+from edge.transcribe_turn import book_transcription, run_transcription
 from wire.errors import VoicemeshError
 from wire.tasks import cancel_and_wait
-from wire.turn import Transcript, TurnStart
+from wire.turn import TurnStart
 
 log = logging.getLogger(__name__)
 
 MAX_WAITING = 4
 """Transcribe-only turns one session may have queued behind the running one."""
 PCM16K_BYTES_PER_S = 32_000
+NO_TRANSCRIPT = "the region ended the turn without a transcript"
 
 
 class InputTranscription:
@@ -145,26 +150,37 @@ class InputTranscription:
 
     async def _transcribe(self, item_id: str, pcm: bytes) -> None:
         """One transcribe-only turn, read to its end (so the router counts it as served)."""
-        start = TurnStart(turn_id=new_id("turn"), transcribe_only=True, output_audio=False)
-        events = self._services.router.run_turn(SessionRouting(session_id=self._state.id), start, pcm)
-        transcript: str | None = None
-        failure = ("transcription_failed", "the region ended the turn without a transcript")
+        state = self._state
+        start = TurnStart(
+            turn_id=new_id("turn"), transcribe_only=True, output_audio=False, priority=state.priority
+        )
+        trail = TurnTrail()
+        status = "failed"
         try:
-            async for ev in events:
-                if isinstance(ev, Transcript):
-                    transcript = ev.text
-                elif isinstance(ev, Degraded):
-                    transcript = transcript or ev.transcript or None
-                    failure = _unavailable(ev.reason)
-                elif isinstance(ev, ClientRefused):
-                    failure = (ev.code, ev.message)
+            events = self._services.router.run_turn(routing_of(state), start, pcm)
+            result = await run_transcription(events, see=trail.see)
+            if result.transcript is not None or result.degraded is not None:
+                status = "completed"
+        except asyncio.CancelledError:  # a response took the audio, or the session closed
+            status = "cancelled"
+            raise
         finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
-        if transcript is not None:
-            await self.heard(item_id, transcript, len(pcm))
+            await book_transcription(
+                self._services.accounting, trail, key_id=state.key_id, session_id=state.id,
+                turn_id=start.turn_id, residency=state.residency, status=status, audio_in_bytes=len(pcm),
+            )  # fmt: skip
+        if result.transcript is not None:
+            await self.heard(item_id, result.transcript.text, len(pcm))
+        elif result.degraded is not None and result.degraded.transcript:
+            await self.heard(item_id, result.degraded.transcript, len(pcm))
+        elif result.degraded is not None:
+            await self.failed(item_id, *_unavailable(result.degraded.reason))
+        elif result.refused is not None:
+            await self.failed(item_id, result.refused.code, result.refused.message)
         else:
-            await self.failed(item_id, *failure)
+            await self.failed(
+                item_id, "transcription_failed", "the region ended the turn without a transcript"
+            )
 
 
 def _unavailable(reason: str) -> tuple[str, str]:

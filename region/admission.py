@@ -1,4 +1,10 @@
-"""Admission control: N turns run at once, up to M wait in a FIFO queue, the rest hear "busy" at once.
+"""Admission control: N turns run at once, up to M wait in a queue, the rest hear "busy" at once.
+
+The queue is ordered by the turn's priority class (``TurnStart.priority``, the caller's key's):
+every ``high`` turn before every ``normal`` one before every ``low`` one, FIFO within a class. A
+turn arriving in a higher class moves the lower ones back: they are told their new position. The
+queue's bound counts every class together (a flood of ``low`` turns still makes ``high`` ones hear
+"busy" once the queue is full: a queued turn is never evicted, it was promised a slot).
 
 A queued turn is told its position and an estimated wait whenever its position changes; the
 estimate comes from a moving average of how long completed turns held their slot, in which each
@@ -19,12 +25,16 @@ from dataclasses import dataclass, field
 
 from wire.errors import RegionBusy
 from wire.rates import DecayingEwma
+from wire.turn import Priority
 
 OnQueued = Callable[[int, float], Awaitable[None]]
 """``(position, estimated_wait_s)``; position 1 is next in line."""
 
 TURN_WEIGHT = 0.2
 """Weight of the latest completed turn in the turn-length average."""
+
+CLASSES: tuple[Priority, ...] = ("high", "normal", "low")
+"""Served in this order."""
 
 
 @dataclass
@@ -55,7 +65,7 @@ class Admission:
         self._turn_s = DecayingEwma(tau_s=-1.0 / math.log1p(-TURN_WEIGHT))
         self._turn_s.update(initial_turn_s, now=0.0)
         self._completed = 0
-        self._waiters: deque[_Waiter] = deque()
+        self._waiters: dict[Priority, deque[_Waiter]] = {c: deque() for c in CLASSES}
 
     @property
     def turn_s(self) -> float:
@@ -66,7 +76,16 @@ class Admission:
 
     @property
     def queued(self) -> int:
-        return len(self._waiters)
+        return sum(len(line) for line in self._waiters.values())
+
+    def _position(self, waiter: _Waiter, priority: Priority) -> int:
+        """1-based place in the whole queue: everyone of a higher class, then its own line."""
+        ahead = 0
+        for c in CLASSES:
+            if c == priority:
+                return ahead + self._waiters[c].index(waiter) + 1
+            ahead += len(self._waiters[c])
+        raise ValueError(priority)
 
     @property
     def free_slots(self) -> int:
@@ -77,21 +96,22 @@ class Admission:
         return round(math.ceil(position / self.capacity) * self.turn_s, 2)
 
     @asynccontextmanager
-    async def slot(self, on_queued: OnQueued) -> AsyncIterator[Slot]:
-        """Hold a slot for the body; waits in the queue when all are taken, raises ``RegionBusy`` when
-        the queue is full too."""
+    async def slot(self, on_queued: OnQueued, priority: Priority = "normal") -> AsyncIterator[Slot]:
+        """Hold a slot for the body; waits in the queue (in ``priority``'s line) when all are taken,
+        raises ``RegionBusy`` when the queue is full too."""
         t0 = time.perf_counter()
-        if self.active < self.capacity and not self._waiters:
+        queued = self.queued
+        if self.active < self.capacity and not queued:
             self.active += 1
-        elif len(self._waiters) >= self.queue_limit:
-            wait = self.estimated_wait(len(self._waiters) + 1)
+        elif queued >= self.queue_limit:
+            wait = self.estimated_wait(queued + 1)
             raise RegionBusy(
-                f"region {self.region} is busy: {self.active} turns running, {len(self._waiters)} queued",
+                f"region {self.region} is busy: {self.active} turns running, {queued} queued",
                 region=self.region,
                 retry_after_s=wait,
             )
         else:
-            await self._wait_in_line(on_queued)
+            await self._wait_in_line(on_queued, priority)
         slot = Slot(queued_s=round(time.perf_counter() - t0, 4))
         held = time.perf_counter()
         try:
@@ -102,16 +122,17 @@ class Admission:
                 self._turn_s.update(time.perf_counter() - held, now=float(self._completed))
             self._release()
 
-    async def _wait_in_line(self, on_queued: OnQueued) -> None:
+    async def _wait_in_line(self, on_queued: OnQueued, priority: Priority) -> None:
         waiter = _Waiter()
-        self._waiters.append(waiter)
+        self._waiters[priority].append(waiter)
+        self._wake_all()  # the lines behind this class moved back: they report their new positions
         reported = 0
         try:
             while True:
                 waiter.wake.clear()
                 if waiter.admitted:
                     return
-                position = self._waiters.index(waiter) + 1
+                position = self._position(waiter, priority)
                 if position != reported:
                     reported = position
                     await on_queued(position, self.estimated_wait(position))
@@ -121,13 +142,14 @@ class Admission:
             if waiter.admitted:
                 self._release()  # got the slot as we were cancelled: hand it on
             else:
-                self._waiters.remove(waiter)
+                self._waiters[priority].remove(waiter)
                 self._wake_all()
             raise
 
     def _release(self) -> None:
-        if self._waiters:
-            nxt = self._waiters.popleft()  # the slot passes straight on; ``active`` is unchanged
+        line = next((self._waiters[c] for c in CLASSES if self._waiters[c]), None)
+        if line is not None:
+            nxt = line.popleft()  # the slot passes straight on; ``active`` is unchanged
             nxt.admitted = True
             self._wake_all()
             nxt.wake.set()
@@ -135,5 +157,6 @@ class Admission:
             self.active -= 1
 
     def _wake_all(self) -> None:
-        for w in self._waiters:
-            w.wake.set()
+        for line in self._waiters.values():
+            for w in line:
+                w.wake.set()

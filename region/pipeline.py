@@ -7,9 +7,11 @@ the same stages one after another (whole transcript, whole answer, whole synthes
 
 A turn with empty typed text is answered without user words (``answers_unprompted``). A text-only
 turn (``output_audio`` false) streams the LLM's text and never calls TTS; a ``transcribe_only`` turn
-ends after its transcript (no LLM, no TTS). Function calls the LLM makes are checked against the
-turn's tools (``region.tools.check_call``: a bad one fails the turn with ``InvalidToolCall``) and
-sent as one ``tool_calls`` event after the audio of every clause before them.
+ends after its transcript (no LLM, no TTS), with timed segments; a ``speak_text`` turn reads its text
+aloud (``read_aloud``: no STT, no LLM), skipping the clauses a failover says were heard. Function
+calls the LLM makes are checked against the turn's tools (``region.tools.check_call``: a bad one
+fails the turn with ``InvalidToolCall``) and sent as one ``tool_calls`` event after the audio of
+every clause before them.
 
 Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
 ``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
@@ -31,8 +33,8 @@ from region.tools import check_call
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.tasks import cancel_and_wait
-from wire.text import ClauseChunker
-from wire.turn import AudioClause, TextDelta, ToolCall, ToolCalls, Transcript, TurnStart
+from wire.text import ClauseChunker, split_clauses, unheard_clauses
+from wire.turn import AudioClause, Segment, TextDelta, ToolCall, ToolCalls, Transcript, TurnStart
 
 PipelineEvent = Transcript | TextDelta | ClauseAudio | ToolCalls
 
@@ -105,7 +107,7 @@ class Pipeline:
 
     async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio | None:
         t = time.perf_counter()
-        audio = await self.stages.tts.synthesize(text, turn.start.voice, turn.cancel)
+        audio = await self.stages.tts.synthesize(text, turn.start.voice, turn.cancel, speed=turn.start.speed)
         if not len(audio):
             return None
         if index == 0:
@@ -120,16 +122,44 @@ class Pipeline:
         )
         return ClauseAudio(header, pcm)
 
-    def transcript_event(self, turn: Turn, text: str) -> Transcript:
+    def transcript_event(self, turn: Turn, text: str, segments: list[Segment] | None = None) -> Transcript:
         turn.transcript = text
-        return Transcript(turn_id=turn.start.turn_id, text=text)
+        return Transcript(turn_id=turn.start.turn_id, text=text, segments=segments or [])
 
     async def hear(self, turn: Turn) -> tuple[str, Transcript | None]:
         """The user's words and their ``transcript`` event (``None`` for a turn without user words)."""
-        if answers_unprompted(turn.start):
+        start = turn.start
+        if answers_unprompted(start):
             return "", None
+        if start.transcribe_only and start.transcript is None and turn.audio is not None:
+            t = time.perf_counter()  # a transcription asked for as such: timed segments too
+            segments = await self.stages.stt.transcribe_timed(
+                turn.audio, turn.cancel, language=start.language, prompt=start.prompt
+            )
+            turn.mark("stt_s", t)
+            text = " ".join(s.text for s in segments)
+            return text, self.transcript_event(turn, text, segments)
         text = await self.user_text(turn)
         return text, self.transcript_event(turn, text)
+
+    async def read_aloud(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
+        """A ``speak_text`` turn: the text still to speak as one ``text.delta`` (so the router knows
+        what is left unvoiced if this region dies), then each clause's audio in order. The clauses
+        already in ``heard_text`` (delivered by a region before a failover) are skipped: the text is
+        cut the same way everywhere (``split_clauses``), so they match clause for clause."""
+        start = turn.start
+        assert start.speak_text is not None
+        clauses = unheard_clauses(split_clauses(start.speak_text), start.heard_text)
+        turn.text = " ".join(clauses)
+        if not clauses:
+            return
+        yield TextDelta(turn_id=start.turn_id, delta=turn.text)
+        index = 0
+        for clause in clauses:
+            if spoken := await self.speak(turn, index, clause):
+                turn.mark("first_audio_s")
+                index += 1
+                yield spoken
 
     @staticmethod
     def answers(turn: Turn, user_text: str) -> bool:
@@ -146,6 +176,10 @@ class _End:
 
 class StreamingPipeline(Pipeline):
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
+        if turn.start.speak_text is not None:
+            async for event in self.read_aloud(turn):
+                yield event
+            return
         user_text, transcript = await self.hear(turn)
         if transcript is not None:
             yield transcript
@@ -218,6 +252,10 @@ class NaivePipeline(Pipeline):
     """Each stage waits for the previous one to finish; first audio = all the work."""
 
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
+        if turn.start.speak_text is not None:
+            async for event in self.read_aloud(turn):
+                yield event
+            return
         user_text, transcript = await self.hear(turn)
         if transcript is not None:
             yield transcript

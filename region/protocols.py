@@ -20,7 +20,7 @@ from typing import Protocol
 from region.cancel import CancelToken
 from wire.audio import FloatAudio
 from wire.errors import RegionError, UnknownVoice
-from wire.turn import ToolCall, TurnStart
+from wire.turn import Segment, ToolCall, TurnStart
 
 
 class LlmError(RegionError):
@@ -43,6 +43,13 @@ class Model(Protocol):
 class SpeechToText(Model, Protocol):
     async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
         """16 kHz mono float audio -> text; raises ``Cancelled`` once ``cancel`` is set."""
+        ...
+
+    async def transcribe_timed(
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
+    ) -> list[Segment]:
+        """The same as timed segments (a ``transcribe_only`` turn), in ``language`` (``""``: the
+        configured one) with Whisper's ``prompt``."""
         ...
 
 
@@ -72,9 +79,11 @@ class TextToSpeech(Model, Protocol):
         """The voice to speak with (the default when empty); ``UnknownVoice`` if there is none such."""
         ...
 
-    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
-        """One clause -> float audio at 24 kHz (empty if nothing in it is speakable); raises
-        ``Cancelled`` soon after ``cancel`` is set."""
+    async def synthesize(
+        self, text: str, voice: str, cancel: CancelToken, *, speed: float = 1.0
+    ) -> FloatAudio:
+        """One clause -> float audio at 24 kHz (empty if nothing in it is speakable), spoken at
+        ``speed`` times the voice's rate; raises ``Cancelled`` soon after ``cancel`` is set."""
         ...
 
 

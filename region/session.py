@@ -208,7 +208,7 @@ class TurnSession:
         status, error = "completed", None
         refused: ProtocolError | None = None
         try:
-            async with self.node.admission.slot(on_queued) as slot:
+            async with self.node.admission.slot(on_queued, start.priority) as slot:
                 turn.timings["queued_s"] = slot.queued_s
                 turn.t0 = time.perf_counter()  # stage timings count from admission
                 await self.send(TurnAdmitted(turn_id=start.turn_id, region=region, queued_s=slot.queued_s))

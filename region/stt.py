@@ -12,6 +12,7 @@ from region.cancel import CancelToken
 from region.settings import SttSettings
 from wire.audio import FloatAudio
 from wire.errors import ModelMissing
+from wire.turn import Segment
 
 log = logging.getLogger(__name__)
 
@@ -45,21 +46,42 @@ class Transcriber:
 
     async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
         """16 kHz float audio -> text. Cancel takes effect at the next segment boundary."""
-        return await asyncio.to_thread(self._run, audio, cancel)
+        segments = await asyncio.to_thread(self._run, audio, cancel, "", "", False)
+        return join_segments(segments)
 
-    def _run(self, audio: FloatAudio, cancel: CancelToken) -> str:
+    async def transcribe_timed(
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
+    ) -> list[Segment]:
+        """The same as timed segments; ``language``/``prompt`` override the settings for one turn."""
+        return await asyncio.to_thread(self._run, audio, cancel, language, prompt, True)
+
+    def _run(
+        self, audio: FloatAudio, cancel: CancelToken, language: str, prompt: str, timed: bool
+    ) -> list[Segment]:
         assert self._model is not None, "Transcriber.load() first"
         s = self.settings
         segments, _ = self._model.transcribe(
             audio,
-            language=s.language or None,
+            language=language or s.language or None,
             beam_size=s.beam_size,
             condition_on_previous_text=False,
-            without_timestamps=True,
+            initial_prompt=prompt or None,
+            without_timestamps=not timed,  # a live turn needs no times: decoding them costs a little
         )
-        parts: list[str] = []
+        parts: list[Segment] = []
         for segment in segments:  # a lazy generator: each step decodes one more segment
             cancel.raise_if_cancelled()
-            parts.append(segment.text)
+            if segment.text.strip():
+                parts.append(
+                    Segment(
+                        start=round(segment.start, 3), end=round(segment.end, 3), text=segment.text.strip(),
+                        avg_logprob=round(segment.avg_logprob, 4),
+                        no_speech_prob=round(segment.no_speech_prob, 4),
+                    )
+                )  # fmt: skip
         cancel.raise_if_cancelled()
-        return " ".join(p.strip() for p in parts if p.strip())
+        return parts
+
+
+def join_segments(segments: list[Segment]) -> str:
+    return " ".join(s.text for s in segments)

@@ -24,8 +24,8 @@ from region.pipeline import Stages
 from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
-from wire.audio import REGION_OUT_RATE, FloatAudio
-from wire.turn import RegionMessage, ToolCall, TurnStart, decode_region
+from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
+from wire.turn import RegionMessage, Segment, ToolCall, TurnStart, decode_region
 
 
 class MemoryChannel:
@@ -131,6 +131,12 @@ class FixedTranscript:
         finally:
             self.running -= 1
 
+    async def transcribe_timed(
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
+    ) -> list[Segment]:
+        text = await self.transcribe(audio, cancel)
+        return [Segment(start=0.0, end=round(len(audio) / STT_RATE, 3), text=text)]
+
 
 class ScriptedLlm:
     """Stands in for vLLM where the model's words are not under test: streams ``reply`` a word per
@@ -215,7 +221,9 @@ class ToneTts:
     def resolve_voice(self, voice: str) -> str:
         return choose_voice(voice, self.default_voice, self.voices)
 
-    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+    async def synthesize(
+        self, text: str, voice: str, cancel: CancelToken, *, speed: float = 1.0
+    ) -> FloatAudio:
         self.resolve_voice(voice)
         self.running += 1
         try:

@@ -76,20 +76,22 @@ class Synthesizer:
     def resolve_voice(self, voice: str) -> str:
         return choose_voice(voice, self.settings.default_voice, self.voices)
 
-    async def synthesize(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+    async def synthesize(
+        self, text: str, voice: str, cancel: CancelToken, *, speed: float = 1.0
+    ) -> FloatAudio:
         """One clause -> float audio at 24 kHz (empty if nothing in it is speakable).
         Raises ``Cancelled`` within milliseconds of a cancel."""
         voice = self.resolve_voice(voice)
-        return await asyncio.to_thread(self._run, text, voice, cancel)
+        return await asyncio.to_thread(self._run, text, voice, cancel, speed)
 
-    def _run(self, text: str, voice: str, cancel: CancelToken) -> FloatAudio:
+    def _run(self, text: str, voice: str, cancel: CancelToken, speed: float) -> FloatAudio:
         assert self._kokoro is not None and self._session is not None, "Synthesizer.load() first"
         s = self.settings
         with cancel.onnx_run() as options:
             cancel.raise_if_cancelled()
             self._session.use(options)
             try:
-                audio, rate = self._kokoro.create(text, voice=voice, speed=s.speed, lang=s.lang)
+                audio, rate = self._kokoro.create(text, voice=voice, speed=s.speed * speed, lang=s.lang)
             except Exception as exc:
                 if cancel.cancelled:
                     raise Cancelled from None  # onnxruntime's "Exiting due to terminate flag"

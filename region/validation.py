@@ -28,12 +28,20 @@ def check_start(start: TurnStart, limits: LimitSettings) -> None:
         ("text", start.text),
         ("transcript", start.transcript),
         ("heard_text", start.heard_text),
+        ("speak_text", start.speak_text),
+        ("prompt", start.prompt),
     ):
         if value is not None and len(value) > limits.max_text_chars:
             raise TextTooLong(f"{name} has {len(value)} characters; the limit is {limits.max_text_chars}")
     if start.max_output_tokens < 1:
         raise BadEvent("max_output_tokens must be at least 1")
     check_tools(start)
+    if not 0.25 <= start.speed <= 4.0:  # (NaN fails too)
+        raise BadEvent(f"speed must be in [0.25, 4.0], got {start.speed}")
+    if start.speak_text is not None:
+        if not start.speak_text.strip():
+            raise BadEvent("speak_text is empty: nothing to say")
+        return  # read aloud: no audio, no user words
     speaks_text = start.text is not None or start.transcript is not None
     if start.audio_bytes < 0:
         raise BadAudio("audio_bytes cannot be negative")

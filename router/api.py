@@ -59,6 +59,10 @@ class Degraded:
     unvoiced_text: str = ""
     transcript: str = ""
     tried: tuple[str, ...] = field(default_factory=tuple)
+    failed_region: str = ""
+    """The region whose failure left the turn with nowhere to go (``""``: none failed on the way)."""
+    failure: str = ""
+    """That failure's ``wire.errors`` code (the audit trail's last hop: region -> edge, and why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,9 @@ class ClientRefused:
     code: str
     message: str
     param: str | None = None
+    error_type: str = "invalid_request_error"
+    """The Realtime ``error.type``: ``server_error`` when the edge refuses by policy for a reason that
+    is not the client's (``on_no_region: error``, ``edge/tenancy.py``)."""
 
     @classmethod
     def of(cls, exc: ProtocolError) -> ClientRefused:

@@ -205,4 +205,6 @@ class TurnFailover:
             unvoiced_text=self.progress.unvoiced_text,
             transcript=self.progress.transcript or "",
             tried=tuple(self.tried),
+            failed_region=failed.region if failed is not None else "",
+            failure=failed.code if failed is not None else "",
         )

@@ -192,6 +192,7 @@ class RegionHealth:
             "score_parts": {
                 "latency_s": round(sc.latency_s, 4),
                 "latency_measured": sc.measured,
+                "latency_prior_s": round(self.prior_s, 4),
                 "queue_wait_s": round(sc.queue_wait_s, 4),
                 "penalty_s": round(sc.penalty_s, 4),
             },

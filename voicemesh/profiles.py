@@ -46,6 +46,16 @@ class Profile:
             return int(args[args.index("--max-model-len") + 1])
         return ContentLimits().context_tokens
 
+    def model_names(self) -> dict[str, str]:
+        """The models by kind as ``GET /v1/models`` names them: the LLM's served name, the STT and
+        TTS models' directory or file names (or ids)."""
+        tts = Path(self.tts.model)
+        return {
+            "llm": self.llm.served_name,
+            "stt": Path(self.stt.model).name,
+            "tts": tts.parent.name if tts.suffix == ".onnx" else tts.name,
+        }
+
     def local_paths(self) -> list[Path]:
         """Model files this profile reads from disk (ids resolved by their libraries are skipped)."""
         candidates = [

@@ -114,3 +114,17 @@ def split_clauses(text: str, **options: int | bool) -> list[str]:
 def split_sentences(text: str) -> list[str]:
     """Whole sentences only: no comma breaks and no length cap (the edge's fallback voice)."""
     return split_clauses(text, first_at_pauses=False, max_first_chars=1 << 30, max_chars=1 << 30)
+
+
+def unheard_clauses(clauses: list[str], heard: str) -> list[str]:
+    """The clauses left after those ``heard`` already holds, in order (a speak-only turn continued by
+    another region): ``heard`` is the text of the clauses delivered so far, compared ignoring
+    whitespace, as the router joins them. A clause not found in full there starts what is left."""
+    want = "".join(heard.split())
+    pos = 0
+    for i, clause in enumerate(clauses):
+        flat = "".join(clause.split())
+        if not want.startswith(flat, pos):
+            return clauses[i:]
+        pos += len(flat)
+    return []

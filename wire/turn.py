@@ -33,7 +33,12 @@ the edge is never sent twice. Call ids on the client's side are the edge's: a re
 its own. Arguments that do not validate end the turn with an ``invalid_tool_call`` error.
 
 A turn with ``transcribe_only`` runs STT alone: ``transcript`` then ``turn.done`` (no LLM, no TTS);
-the edge asks for one when a client wants the transcript of audio no response answers.
+the edge asks for one when a client wants the transcript of audio no response answers. Its
+``transcript`` carries timed ``segments`` (``POST /v1/audio/transcriptions``' ``verbose_json``).
+
+A turn with ``speak_text`` only reads that text aloud (``POST /v1/audio/speech``): no STT, no LLM;
+one ``text.delta`` with the text still to speak, then its clauses' ``audio.clause``. On failover
+``heard_text`` holds the clauses already delivered: the next region skips them, clause by clause.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ from typing import Any, Literal, cast
 import msgspec
 
 TURN_PATH = "/v1/turns"
+
+Priority = Literal["high", "normal", "low"]
+"""A turn's class in a region's queue (the same names as ``edge.key_policy.Priority``)."""
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,6 +110,17 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     tools: list[Tool] = msgspec.field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     """Ignored without ``tools``."""
+    priority: Priority = "normal"
+    """The caller's class in the region's admission queue: ``high`` waits before ``normal`` before
+    ``low`` (FIFO within a class). The edge sets it from the key (``edge/key_policy.py``)."""
+    speak_text: str | None = None
+    """Read this text aloud, nothing else (a speak-only turn: no STT, no LLM)."""
+    speed: float = 1.0
+    """Speaking rate for the TTS, 0.25 to 4.0 (OpenAI's ``speed``)."""
+    language: str = ""
+    """A ``transcribe_only`` turn's language (ISO-639-1); ``""``: the region's setting."""
+    prompt: str = ""
+    """A ``transcribe_only`` turn's prompt for Whisper (words and style to expect)."""
 
 
 class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
@@ -128,9 +147,21 @@ class TurnRejected(msgspec.Struct, tag="turn.rejected", tag_field="type", kw_onl
     retry_after_s: float = 0.0
 
 
-class Transcript(msgspec.Struct, tag="transcript", tag_field="type", kw_only=True):
+class Segment(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A timed stretch of a transcript (seconds from the start of the turn's audio)."""
+
+    start: float
+    end: float
+    text: str
+    avg_logprob: float = 0.0
+    no_speech_prob: float = 0.0
+
+
+class Transcript(msgspec.Struct, tag="transcript", tag_field="type", kw_only=True, omit_defaults=True):
     turn_id: str
     text: str
+    segments: list[Segment] = msgspec.field(default_factory=list)
+    """Only for a ``transcribe_only`` turn (empty otherwise: nobody reads them)."""
 
 
 class TextDelta(msgspec.Struct, tag="text.delta", tag_field="type", kw_only=True):

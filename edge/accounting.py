@@ -1,0 +1,63 @@
+"""Where an edge books each finished turn of a key: its audit record (``edge/audit.py``) and its
+usage (``edge/usage.py``), in memory for one edge or in the shared Redis (``EdgeSettings.store_url``).
+
+Booking is best effort and bounded: it never fails or stalls the session that finished the turn,
+and runs to its end even when that session closes meanwhile (a client typically hangs up right
+after the last ``response.done``): ``book`` runs in a task of its own, awaited by the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from edge.audit import AuditLog, AuditRecord, BoundedRedis, MemoryAuditLog, RedisAuditLog
+from edge.usage import MemoryUsageTotals, RedisUsageTotals, UsageDelta, UsageTotals, count
+
+log = logging.getLogger("voicemesh.edge.accounting")
+
+AUDIT_CAP = 1000
+"""Audit records kept per key (the newest)."""
+AUDIT_TTL_S = 7 * 24 * 3600
+"""A key's audit list expires this long after its last turn."""
+
+
+@dataclass
+class Accounting:
+    audit: AuditLog = field(default_factory=lambda: MemoryAuditLog(AUDIT_CAP))
+    usage: UsageTotals = field(default_factory=MemoryUsageTotals)
+    redis: BoundedRedis | None = None
+    _pending: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+
+    @classmethod
+    def open(cls, url: str | None, *, timeout_s: float = 0.5, audit_cap: int = AUDIT_CAP) -> Accounting:
+        """``None``: this edge's memory; ``redis://...``: shared by every edge using that Redis."""
+        if url is None:
+            return cls(audit=MemoryAuditLog(audit_cap))
+        redis = BoundedRedis(url, timeout_s=timeout_s)
+        return cls(RedisAuditLog(redis, cap=audit_cap, ttl_s=AUDIT_TTL_S), RedisUsageTotals(redis), redis)
+
+    async def book(self, record: AuditRecord, delta: UsageDelta) -> None:
+        """Book one finished turn; a cancelled caller stops waiting, the booking goes on."""
+        task = asyncio.create_task(self._book(record, delta), name=f"book-{record.turn_id}")
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        await asyncio.shield(task)
+
+    async def _book(self, record: AuditRecord, delta: UsageDelta) -> None:
+        count(record.key_id, record.outcome, delta)
+        try:
+            await self.audit.append(record)
+            await self.usage.add(record.key_id, delta)
+        except Exception:  # a bookkeeping bug must not cost the session its turn
+            log.exception("turn %s of key %s: booking failed", record.turn_id, record.key_id)
+
+    async def aclose(self) -> None:
+        if self._pending:
+            await asyncio.wait(self._pending, timeout=5.0)  # bounded: each Redis call is
+        if self.redis is not None:
+            await self.redis.aclose()
+
+
+__all__ = ["AUDIT_CAP", "Accounting"]

@@ -1,0 +1,323 @@
+"""The OpenAI audio API at the edge (``docs/speech.md``), with the Realtime API's auth and limits:
+
+* ``POST /v1/audio/speech``  text -> speech, streamed as it is synthesised (``edge/speech_stream.py``)
+* ``POST /v1/audio/transcriptions``  an uploaded file -> text (``json``, ``text``, ``verbose_json``)
+* ``GET /v1/models``  the models this deployment serves, in OpenAI's list shape
+
+Each request takes a token from its key's rate bucket (the one new Realtime sessions use, shared by
+every edge) and is routed in the key's residency with its priority class. Bad input is refused
+before any region is involved, with OpenAI's error JSON (``error.param`` names the field).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from litestar import Request, get, post
+from litestar.connection import ASGIConnection
+from litestar.datastructures import UploadFile
+from litestar.handlers import HTTPRouteHandler
+from litestar.response import Response, Stream
+from prometheus_client import Counter
+
+from edge.audio_encoding import SPEECH_FORMATS, decode_upload, speech_encoder
+from edge.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
+from edge.auth import Principal
+from edge.events import new_id
+from edge.limits import InvalidParam, check_range, check_text, estimate_tokens
+from edge.services import EdgeServices
+from edge.session_update import check_voice_allowed
+from edge.speech_stream import Book, SpeechStream
+from edge.tenancy import narrow
+from edge.transcribe_turn import book_transcription, run_transcription
+from edge.usage import UsageDelta
+from router.api import SessionRouting
+from wire.audio import REGION_OUT_RATE, STT_RATE, float_to_pcm16
+from wire.errors import NoRegionAvailable, VoicemeshError
+from wire.turn import TurnStart
+
+Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
+
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+"""An uploaded file: OpenAI's limit."""
+MAX_TRANSCRIPTION_S = 30.0
+"""Audio seconds of one transcription: a region's ``max_audio_s`` (``LimitSettings.max_buffer_s``)."""
+TRANSCRIPTION_FORMATS = ("json", "text", "verbose_json")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}$")
+
+REQUESTS = Counter(
+    "voicemesh_edge_audio_api_requests_total",
+    "OpenAI audio API requests, by endpoint and outcome (`ok`, `edge_voice`, or the error code)",
+    ["endpoint", "outcome"],
+)
+SPEECH_SECONDS = Counter(
+    "voicemesh_edge_speech_audio_seconds_total",
+    "Audio seconds streamed by /v1/audio/speech, by who spoke them (a region id or `edge`)",
+    ["served_by"],
+)
+
+
+class SpeechParams(msgspec.Struct, kw_only=True):
+    """``POST /v1/audio/speech``'s body (``openai.types.audio.SpeechCreateParams``)."""
+
+    model: str
+    input: str
+    voice: str | dict[str, Any]
+    instructions: str = ""
+    """Accepted and bounded, not acted on: Kokoro has no style prompt (``docs/speech.md``)."""
+    response_format: str = "mp3"
+    speed: float = 1.0
+    stream_format: str = "audio"
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    params: SpeechParams
+    region_voice: str
+
+
+def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> SpeechRequest:
+    try:
+        p = msgspec.json.decode(raw, type=SpeechParams)
+    except msgspec.ValidationError as exc:
+        raise InvalidParam(f"invalid request body: {exc}", param=_field_of(exc)) from exc
+    except msgspec.DecodeError as exc:
+        raise InvalidParam(f"the body is not JSON: {exc}", param="body") from exc
+    if not p.model:
+        raise InvalidParam("model is required", param="model")
+    if not p.input.strip():
+        raise InvalidParam("input is empty: nothing to say", param="input")
+    # OpenAI allows 4,096 characters; a region reads at most its ``max_text_chars`` (4,000), which
+    # the edge's bound mirrors: past it every region would refuse the turn.
+    check_text(p.input, "input", services.settings.limits.content.max_text_chars)
+    check_text(p.instructions, "instructions", services.settings.limits.content.max_instructions_chars)
+    if isinstance(p.voice, dict):
+        # Custom voices (``{"id": "voice_..."}``) are issue 16's next part: the hook is here.
+        raise InvalidParam("custom voices are not available on this deployment yet", param="voice")
+    check_text(p.voice, "voice", services.settings.limits.content.max_voice_chars)
+    region_voice = services.settings.voices.region_voice(p.voice, param="voice")
+    check_voice_allowed(p.voice, principal.policy.voices, "voice")
+    if p.response_format not in SPEECH_FORMATS:
+        raise InvalidParam(
+            f"response_format '{p.response_format}' is not supported: use one of {', '.join(SPEECH_FORMATS)}",
+            param="response_format",
+        )
+    check_range(p.speed, "speed", 0.25, 4.0)
+    if p.stream_format not in ("audio", "sse"):
+        raise InvalidParam("stream_format must be 'audio' or 'sse'", param="stream_format")
+    return SpeechRequest(p, region_voice)
+
+
+def _field_of(exc: msgspec.ValidationError) -> str:
+    """The field msgspec names (``... at `$.speed```), else ``body``."""
+    m = re.search(r"\$\.(\w+)", str(exc))
+    return m.group(1) if m else "body"
+
+
+def _routing(principal: Principal, prefix: str) -> tuple[SessionRouting, str]:
+    turn_id = new_id(prefix)
+    residency = narrow(principal.policy.residency, principal.residency)
+    return SessionRouting(session_id=turn_id, residency=residency), turn_id
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+def _delta(audio: bytes) -> bytes:
+    return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(audio).decode()})
+
+
+def _speech_booking(
+    services: EdgeServices, principal: Principal, routing: SessionRouting, turn_id: str
+) -> Book:
+    """Books a speech request like a turn (``kind`` ``speech``; its id stands for the session)."""
+
+    async def book(trail: TurnTrail, status: str) -> None:
+        if trail.degraded is not None:
+            trail.left_for(NOWHERE if status == "failed" else EDGE)
+        outcome, reason = trail.outcome(status, "client_went_away")
+        record = AuditRecord(
+            at=now(), key_id=principal.key_id, session_id=routing.session_id, turn_id=turn_id,
+            kind="speech", residency=None if routing.residency is None else sorted(routing.residency),
+            regions=trail.regions, failovers=trail.hops, outcome=outcome, reason=reason,
+        )  # fmt: skip
+        delta = UsageDelta.of(audio_in_bytes=0, audio_out_bytes=trail.audio_out_bytes)
+        await services.accounting.book(record, delta)
+
+    return book
+
+
+def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
+    async def admitted(request: Request[Any, Any, Any]) -> tuple[EdgeServices, Principal]:
+        services: EdgeServices = request.app.state.services
+        principal = await authenticate(request, [])
+        await services.limits.check_rate(principal.key_id, principal.policy)
+        return services, principal
+
+    @post("/v1/audio/speech", status_code=200)
+    async def speech(request: Request[Any, Any, Any]) -> Stream:
+        try:
+            services, principal = await admitted(request)
+            req = _parse_speech(await request.body(), services, principal)
+            p = req.params
+            routing, turn_id = _routing(principal, "speech")
+            start = TurnStart(
+                turn_id=turn_id, speak_text=p.input, voice=req.region_voice, speed=p.speed,
+                priority=principal.policy.priority,
+            )  # fmt: skip
+            stream = SpeechStream(
+                services.router, services.fallback, routing, start,
+                speak_on_no_region=principal.policy.on_no_region != "error",
+                book=_speech_booking(services, principal, routing, turn_id),
+            )  # fmt: skip
+            await stream.open()
+        except VoicemeshError as exc:
+            REQUESTS.labels("speech", exc.code).inc()
+            raise
+        out = stream.outcome
+        headers = {"x-voicemesh-request-id": turn_id}
+        if out.fallback is not None:  # no region was left before the first audio
+            headers["x-voicemesh-fallback"] = out.fallback
+        elif out.regions:
+            headers["x-voicemesh-region"] = out.regions[-1]
+        sse = p.stream_format == "sse"
+        encoder = speech_encoder(p.response_format)
+
+        async def body() -> AsyncIterator[bytes]:
+            seconds: dict[str, float] = {}
+            async for piece in stream.pcm():
+                seconds[piece.by] = seconds.get(piece.by, 0.0) + len(piece.pcm) / 2 / REGION_OUT_RATE
+                if data := encoder.encode(piece.pcm):
+                    yield _delta(data) if sse else data
+            if tail := encoder.finish():
+                yield _delta(tail) if sse else tail
+            for by, s in seconds.items():
+                SPEECH_SECONDS.labels(by).inc(s)
+            REQUESTS.labels("speech", "edge_voice" if out.fallback else "ok").inc()
+            if sse:
+                tokens = estimate_tokens(p.input)
+                done = {
+                    "type": "speech.audio.done",
+                    "usage": {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens},
+                    "voicemesh": {"regions": out.regions, "fallback": out.fallback},
+                }
+                yield _sse(done)
+
+        media_type = "text/event-stream" if sse else SPEECH_FORMATS[p.response_format].media_type
+        return Stream(body(), media_type=media_type, headers=headers)
+
+    @post("/v1/audio/transcriptions", status_code=200, request_max_body_size=MAX_UPLOAD_BYTES + 65_536)
+    async def transcriptions(request: Request[Any, Any, Any]) -> Response[Any]:
+        try:
+            return await _transcribe(request)
+        except VoicemeshError as exc:
+            REQUESTS.labels("transcriptions", exc.code).inc()
+            raise
+
+    async def _transcribe(request: Request[Any, Any, Any]) -> Response[Any]:
+        services, principal = await admitted(request)
+        form = await request.form()
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise InvalidParam("file is required: send the audio as a multipart file", param="file")
+        data = await upload.read()
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise InvalidParam(f"the file is over {MAX_UPLOAD_BYTES} bytes", param="file")
+        if not str(form.get("model") or ""):
+            raise InvalidParam("model is required", param="model")
+        fmt = str(form.get("response_format") or "json")
+        if fmt not in TRANSCRIPTION_FORMATS:
+            raise InvalidParam(
+                f"response_format '{fmt}' is not supported: use one of {', '.join(TRANSCRIPTION_FORMATS)}",
+                param="response_format",
+            )
+        language = str(form.get("language") or "")
+        if language and not _LANGUAGE.match(language):
+            raise InvalidParam("language must be an ISO-639-1 code such as 'en'", param="language")
+        prompt = str(form.get("prompt") or "")
+        check_text(prompt, "prompt", services.settings.limits.content.max_instructions_chars)
+        temperature = form.get("temperature")
+        if temperature is not None:
+            try:
+                check_range(float(str(temperature)), "temperature", 0.0, 1.0)  # accepted; greedy decoding
+            except ValueError as exc:
+                raise InvalidParam("temperature must be a number", param="temperature") from exc
+        max_s = min(MAX_TRANSCRIPTION_S, services.settings.limits.max_buffer_s)
+        try:
+            audio = await asyncio.to_thread(decode_upload, data, max_seconds=max_s)
+        except VoicemeshError as exc:
+            raise InvalidParam(exc.message, param="file", code=exc.code) from exc
+        pcm = float_to_pcm16(audio)
+        routing, turn_id = _routing(principal, "transcription")
+        start = TurnStart(
+            turn_id=turn_id, transcribe_only=True, output_audio=False, audio_bytes=len(pcm),
+            language=language, prompt=prompt, priority=principal.policy.priority,
+        )  # fmt: skip
+        t0 = time.perf_counter()
+        trail = TurnTrail()
+        result = await run_transcription(services.router.run_turn(routing, start, pcm), see=trail.see)
+        residency = None if routing.residency is None else sorted(routing.residency)
+        await book_transcription(
+            services.accounting, trail, key_id=principal.key_id, session_id=routing.session_id,
+            turn_id=start.turn_id, residency=residency, audio_in_bytes=start.audio_bytes,
+            status="completed" if result.transcript is not None else "failed",
+        )  # fmt: skip
+        if result.refused is not None:
+            raise result.refused.error()
+        if result.transcript is None:
+            reason = result.degraded.reason if result.degraded is not None else "no transcript"
+            raise NoRegionAvailable(f"no region could transcribe this audio ({reason}); retry shortly")
+        REQUESTS.labels("transcriptions", "ok").inc()
+        seconds = round(len(audio) / STT_RATE, 3)
+        text = result.transcript.text
+        headers = {"x-voicemesh-region": result.region, "x-voicemesh-request-id": turn_id}
+        if fmt == "text":
+            return Response(text + "\n", media_type="text/plain", headers=headers)
+        usage = {"type": "duration", "seconds": seconds}
+        if fmt == "json":
+            return Response({"text": text, "usage": usage}, headers=headers)
+        segments = [
+            {
+                "id": i, "seek": 0, "start": s.start, "end": s.end, "text": s.text, "tokens": [],
+                "temperature": 0.0, "avg_logprob": s.avg_logprob, "compression_ratio": 1.0,
+                "no_speech_prob": s.no_speech_prob,
+            }
+            for i, s in enumerate(result.transcript.segments)
+        ]  # fmt: skip
+        body = {
+            "task": "transcribe", "language": language or "en", "duration": seconds, "text": text,
+            "segments": segments, "usage": usage,
+            "voicemesh": {"region": result.region, "seconds_taken": round(time.perf_counter() - t0, 3)},
+        }  # fmt: skip
+        return Response(body, headers=headers)
+
+    @get("/v1/models")
+    async def models(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        services: EdgeServices = request.app.state.services
+        await authenticate(request, [])
+        served = {"realtime": "voicemesh", **services.settings.models}
+        data = [
+            {
+                "id": name,
+                "object": "model",
+                "created": 0,
+                "owned_by": "voicemesh",
+                "voicemesh": {"kind": kind},
+            }
+            for kind, name in served.items()
+        ]
+        return {"object": "list", "data": data}
+
+    return [speech, transcriptions, models]
+
+
+__all__ = ["MAX_UPLOAD_BYTES", "audio_route_handlers"]
