@@ -33,7 +33,16 @@ from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent
 from router.continuation import voiced_end
 from wire.client import ClauseAudio
 from wire.errors import InvalidToolCall, ProtocolError, VoicemeshError
-from wire.turn import TextDelta, ToolCall, ToolCalls, Transcript, TurnAdmitted, TurnDone, TurnQueued
+from wire.turn import (
+    TextDelta,
+    TokenUsage,
+    ToolCall,
+    ToolCalls,
+    Transcript,
+    TurnAdmitted,
+    TurnDone,
+    TurnQueued,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +84,8 @@ class RouterRelay:
     text: list[str] = field(default_factory=list)
     """The reply text so far (transcript deltas sent)."""
     transcript: str | None = None
+    usage: TokenUsage | None = None
+    """The LLM's token count from the region that finished the turn (``TurnDone.usage``)."""
     refused: ClientRefused | None = None
     """Set when the request was refused as the client's error: the response fails."""
     held: HeldText = field(default_factory=HeldText)
@@ -136,6 +147,7 @@ class RouterRelay:
             return False
         elif isinstance(ev, TurnDone):
             metadata.setdefault("voicemesh_region", ev.region)
+            self.usage = ev.usage
             if ev.status == "failed":  # the router fails over on these; should one slip through
                 await self._degrade(Degraded(reason=ev.error or "region_failed"))
             else:

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from edge.audio_formats import FORMATS
 from edge.events import Send
@@ -25,7 +25,7 @@ from edge.fallback_reply import FallbackReply
 from edge.playback import Player
 from edge.protocols import FallbackSpeaker
 from edge.relay import OnCall, RouterRelay
-from edge.response_frames import ResponseFrames, Status, estimated_usage
+from edge.response_frames import ResponseFrames, Status, response_usage
 from edge.response_params import ResponseParams
 from router.api import RoutedEvent
 from wire.tasks import cancel_and_wait
@@ -44,6 +44,8 @@ class ResponseResult:
     metadata: dict[str, str]
     calls: int = 0
     """Function calls the client was given."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """``response.usage`` as the client got it."""
 
 
 @dataclass
@@ -126,7 +128,7 @@ class Response:
         # Text-only: the client has every delta sent. Audio: only the clauses played out.
         whole = status == "completed" or not self.frames.output_audio
         heard_text = full_text if whole else " ".join(self.player.heard)
-        usage = estimated_usage([*self.prompt, self.relay.transcript or ""], full_text)
+        usage = response_usage([*self.prompt, self.relay.transcript or ""], full_text, self.relay.usage)
         await self.frames.finished(status, heard_text, self._cancel_reason, error, usage)
         return ResponseResult(
             status=status,
@@ -135,6 +137,7 @@ class Response:
             transcript=self.relay.transcript,
             metadata=self.metadata,
             calls=len(self.frames.calls),
+            usage=usage,
         )
 
     async def _play_out(self) -> Status:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from edge.events import Send, new_id, server_event
 from edge.limits import estimate_tokens
 from edge.response_tools import call_item
+from wire.turn import TokenUsage
 
 Status = Literal["completed", "cancelled", "failed"]
 
@@ -102,7 +103,7 @@ class ResponseFrames:
         usage: dict[str, Any] | None = None,
     ) -> None:
         """Close the response; ``error`` (``type``, ``code``, ``message``) says why a failed one failed,
-        ``usage`` (``estimated_usage()``) what it cost."""
+        ``usage`` (``response_usage()``) what it cost."""
         item = self._item("completed" if status == "completed" else "incomplete", transcript)
         if self.output_audio:
             await self.content("response.output_audio.done")
@@ -162,15 +163,22 @@ class ResponseFrames:
         }
 
 
-def estimated_usage(input_texts: Sequence[str], output_text: str) -> dict[str, Any]:
-    """``response.usage`` (``RealtimeResponseUsage``) estimated from text length.
+def response_usage(
+    input_texts: Sequence[str], output_text: str, counted: TokenUsage | None = None
+) -> dict[str, Any]:
+    """``response.usage`` (``RealtimeResponseUsage``): the LLM's own count when the region that
+    finished the turn gave one (``TurnDone.usage``), else estimated from text length.
 
-    Regions report no token counts, so both sides are ``edge.limits.estimate_tokens`` of the text
-    (one token per 3 UTF-8 bytes plus 4 per message: an over-count): the input is the instructions,
-    the history and the user's words (an audio turn's transcript), the output the reply's text.
-    Audio is not counted as tokens of its own."""
-    input_tokens = sum(estimate_tokens(t) for t in input_texts if t)
-    output_tokens = estimate_tokens(output_text) if output_text else 0
+    The estimate is ``edge.limits.estimate_tokens`` of the text (one token per 3 UTF-8 bytes plus 4
+    per message: an over-count): the input is the instructions, the history and the user's words (an
+    audio turn's transcript), the output the reply's text. Audio is not counted as tokens of its own.
+    After a failover the count is the finishing region's (its prompt holds what was heard); tokens
+    of a region that died mid-answer are not counted."""
+    if counted is not None:
+        input_tokens, output_tokens = counted.input_tokens, counted.output_tokens
+    else:
+        input_tokens = sum(estimate_tokens(t) for t in input_texts if t)
+        output_tokens = estimate_tokens(output_text) if output_text else 0
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,

@@ -26,7 +26,6 @@ from edge.conversation import Conversation, UserTurn
 from edge.events import Send, new_id
 from edge.metrics import RESPONSES
 from edge.response import CancelReason, Response, ResponseResult
-from edge.response_frames import estimated_usage
 from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
 from edge.state import SessionState
@@ -240,7 +239,6 @@ class ResponseLifecycle:
             response_id=response.id, residency=state.residency, regions=trail.regions,
             failovers=trail.hops, outcome=outcome, reason=reason,
         )  # fmt: skip
-        usage = estimated_usage([*response.prompt, result.transcript or ""], result.full_text)
-        tokens = (usage["input_tokens"], usage["output_tokens"])
+        tokens = (result.usage.get("input_tokens", 0), result.usage.get("output_tokens", 0))
         delta = UsageDelta.of(audio_in_bytes=audio_in, audio_out_bytes=trail.audio_out_bytes, tokens=tokens)
         await self._services.accounting.book(record, delta)

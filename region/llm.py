@@ -26,7 +26,7 @@ from region.think import ThinkFilter
 from region.tools import CallAssembler, chat_message, chat_tools, forced_call, forced_prompt, forced_schema
 from region.tools import request_mode as tool_mode
 from wire.errors import InvalidToolCall, LlmRefused
-from wire.turn import NamedTool, ToolCall, TurnStart
+from wire.turn import NamedTool, TokenUsage, ToolCall, TurnStart
 
 FORCED_CALL_TRIES = 2
 
@@ -86,6 +86,7 @@ class VllmClient:
             "model": self.settings.served_name,
             "messages": build_messages(start, self.system_prompt, user_text),
             "stream": True,
+            "stream_options": {"include_usage": True},  # the last chunk counts the tokens
             "max_tokens": start.max_output_tokens,
             "temperature": start.temperature,
         }
@@ -105,8 +106,8 @@ class VllmClient:
             body["response_format"] = {"type": "json_schema", "json_schema": schema}
         return body
 
-    async def _deltas(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        """The ``delta`` of each streamed chunk of one request."""
+    async def _deltas(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | TokenUsage, None]:
+        """The ``delta`` of each streamed chunk of one request, then its ``TokenUsage``."""
         try:
             async with self._http.stream("POST", "/chat/completions", json=body) as r:
                 if r.status_code != 200:
@@ -117,22 +118,37 @@ class VllmClient:
                     data = line[5:].strip()
                     if data == "[DONE]":
                         break
-                    choices = json.loads(data).get("choices") or []
-                    yield (choices[0].get("delta") or {}) if choices else {}
+                    chunk = json.loads(data)
+                    if isinstance(usage := chunk.get("usage"), dict):
+                        yield TokenUsage(
+                            input_tokens=int(usage.get("prompt_tokens") or 0),
+                            output_tokens=int(usage.get("completion_tokens") or 0),
+                        )
+                    choices = chunk.get("choices") or []
+                    if choices:
+                        yield choices[0].get("delta") or {}
         except httpx.HTTPError as exc:
             raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
 
-    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall]:
+    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
         """Yield the visible answer text as it is generated (``<think>`` blocks removed), then its
-        function calls, whole (a forced call's JSON is not text: only its call is yielded)."""
+        function calls, whole (a forced call's JSON is not text: only its call is yielded), then
+        the tokens the server counted."""
         body = self.request_body(start, user_text)
         if tool_mode(start) == "forced":
-            yield await self._forced_call(start, body)
+            call, used = await self._forced_call(start, body)
+            yield call
+            if used is not None:
+                yield used
             return
         think = ThinkFilter()
         calls = CallAssembler()
+        usage: TokenUsage | None = None
         async with contextlib.aclosing(self._deltas(body)) as deltas:
             async for message in deltas:
+                if isinstance(message, TokenUsage):
+                    usage = message
+                    continue
                 if tool_deltas := message.get("tool_calls"):
                     calls.feed(tool_deltas)
                 if (delta := message.get("content")) and (visible := think.feed(delta)):
@@ -141,16 +157,25 @@ class VllmClient:
             yield tail
         for call in calls.calls():
             yield call
+        if usage is not None:
+            yield usage
 
-    async def _forced_call(self, start: TurnStart, body: dict[str, Any]) -> ToolCall:
+    async def _forced_call(
+        self, start: TurnStart, body: dict[str, Any]
+    ) -> tuple[ToolCall, TokenUsage | None]:
         """A forced call, asked for again once when the model did not close its JSON within
         ``max_output_tokens`` (a runaway string: ~5 % of SmolLM2's calls, measured): nothing of it
         has left the region, and a second sample almost always ends. Still cut: ``InvalidToolCall``."""
+        used: TokenUsage | None = None  # every try's tokens: each was generated
         for attempt in range(FORCED_CALL_TRIES):
             async with contextlib.aclosing(self._deltas(body)) as deltas:
-                text = "".join([m.get("content") or "" async for m in deltas])
+                pieces = [m async for m in deltas]
+            for m in pieces:
+                if isinstance(m, TokenUsage):
+                    used = m if used is None else used + m
+            text = "".join(m.get("content") or "" for m in pieces if not isinstance(m, TokenUsage))
             try:
-                return forced_call(start, text)
+                return forced_call(start, text), used
             except InvalidToolCall:
                 if attempt + 1 == FORCED_CALL_TRIES:
                     raise

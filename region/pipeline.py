@@ -34,7 +34,7 @@ from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.tasks import cancel_and_wait
 from wire.text import ClauseChunker, split_clauses, unheard_clauses
-from wire.turn import AudioClause, Segment, TextDelta, ToolCall, ToolCalls, Transcript, TurnStart
+from wire.turn import AudioClause, Segment, TextDelta, TokenUsage, ToolCall, ToolCalls, Transcript, TurnStart
 
 PipelineEvent = Transcript | TextDelta | ClauseAudio | ToolCalls
 
@@ -60,6 +60,8 @@ class Turn:
     t0: float = field(default_factory=time.perf_counter)
     calls: list[ToolCall] = field(default_factory=list)
     """The function calls of the answer, checked."""
+    usage: TokenUsage | None = None
+    """The LLM's token count, when it gave one (``TurnDone.usage``)."""
 
     def call(self, call: ToolCall) -> None:
         """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
@@ -209,6 +211,9 @@ class StreamingPipeline(Pipeline):
         t = time.perf_counter()
         try:
             async for delta in self.stages.llm.stream(turn.start, user_text):
+                if isinstance(delta, TokenUsage):
+                    turn.usage = delta
+                    continue
                 turn.mark("llm_ttft_s", t)
                 if isinstance(delta, ToolCall):
                     turn.call(delta)
@@ -263,7 +268,9 @@ class NaivePipeline(Pipeline):
             return
         t = time.perf_counter()
         async for delta in self.stages.llm.stream(turn.start, user_text):
-            if isinstance(delta, ToolCall):
+            if isinstance(delta, TokenUsage):
+                turn.usage = delta
+            elif isinstance(delta, ToolCall):
                 turn.call(delta)
             else:
                 turn.text += delta

@@ -20,7 +20,7 @@ from typing import Protocol
 from region.cancel import CancelToken
 from wire.audio import FloatAudio
 from wire.errors import RegionError, UnknownVoice
-from wire.turn import Segment, ToolCall, TurnStart
+from wire.turn import Segment, TokenUsage, ToolCall, TurnStart
 
 
 class LlmError(RegionError):
@@ -59,11 +59,12 @@ class LlmClient(Model, Protocol):
         """Where the model is served (shown in ``/health`` and in start-up reports)."""
         ...
 
-    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall]:
+    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
         """The visible answer to ``user_text`` as it is generated, then (with ``start.tools``) the
-        function calls it makes, each whole (the pipeline checks them: ``region.tools.check_call``).
-        After a failover (``start.heard_text``) it continues that text instead of starting a new
-        answer. Closing the iterator aborts the request. Raises ``LlmError``."""
+        function calls it makes, each whole (the pipeline checks them: ``region.tools.check_call``),
+        then the ``TokenUsage`` the server counted, if it did. After a failover
+        (``start.heard_text``) it continues that text instead of starting a new answer. Closing the
+        iterator aborts the request. Raises ``LlmError``."""
         ...
 
     async def aclose(self) -> None: ...

@@ -196,6 +196,7 @@ class TurnSession:
             text=turn.text,
             timings=dict(turn.timings),
             error=error,
+            usage=turn.usage,
         )
 
     async def _run(self, turn: Turn) -> None:

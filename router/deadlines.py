@@ -74,7 +74,7 @@ class AttemptDeadline:
 
     def due(self) -> float:
         """When to give up if nothing arrives: the deadline, or sooner once a probe has failed."""
-        cutoff = self.region.hang_cutoff(self.last_event)
+        cutoff = self.region.hang_cutoff(self.last_event, self.slack)
         return self.deadline if cutoff is None else min(self.deadline, cutoff)
 
     def expired(self, now: float) -> FirstByteTimeout:

@@ -75,6 +75,8 @@ class RegionHealth:
         self.failures = DecayingCounter(settings.penalty_tau_s)
         self.report: HealthReport | None = None
         self.probe_ok: bool | None = None
+        self.probe_timed_out = False
+        """The last probe failed for want of an answer in time (see ``hang_cutoff``)."""
         """``None`` until the first probe answers or fails."""
         self.probe_error = ""
         self.last_probe_at = 0.0
@@ -160,10 +162,15 @@ class RegionHealth:
     def observe_failure(self) -> None:
         self.failures.add()
 
-    def observe_probe(self, report: HealthReport | None, rtt_s: float, error: str = "") -> None:
+    def observe_probe(
+        self, report: HealthReport | None, rtt_s: float, error: str = "", *, timed_out: bool = False
+    ) -> None:
+        """A probe's answer (``None``: it failed; ``timed_out``: no answer in time, as opposed to a
+        refused connection or a bad answer)."""
         self.last_probe_at = time.monotonic()
         self.probe_ok = report is not None
         self.probe_error = error
+        self.probe_timed_out = report is None and timed_out
         if report is not None:
             self.report = report
             self.probe_rtt.update(rtt_s)
@@ -171,13 +178,16 @@ class RegionHealth:
         else:
             self.hang_suspected.set()
 
-    def hang_cutoff(self, last_event: float) -> float | None:
+    def hang_cutoff(self, last_event: float, slack: float = 1.0) -> float | None:
         """After a failed probe, a turn that has heard nothing from this region since ``last_event``
         (loop time) need not sit out its whole deadline, only a short confirmation; ``None`` while
-        probes are fine."""
+        probes are fine. A probe that only timed out may be a busy region, not a dead one: for the
+        last region a turn may use (``slack`` > 1, ``last_resort_slack``) the confirmation is
+        ``slack`` times longer, since leaving it means the edge's apology. A refused connection
+        (the process is gone) is confirmed as fast as ever."""
         if self.probe_ok is not False:
             return None
-        return last_event + self._settings.hang_confirm_s
+        return last_event + self._settings.hang_confirm_s * (slack if self.probe_timed_out else 1.0)
 
     def status(self) -> dict[str, object]:
         sc = self.score()

@@ -70,7 +70,8 @@ class HealthProber:
         except (httpx.HTTPError, msgspec.DecodeError, msgspec.ValidationError, KeySetError) as exc:
             if region.probe_ok is not False:
                 log.warning("region %s: health probe failed: %s", region.id, exc or type(exc).__name__)
-            region.observe_probe(None, 0.0, f"{type(exc).__name__}: {exc}")
+            timed_out = isinstance(exc, httpx.TimeoutException)
+            region.observe_probe(None, 0.0, f"{type(exc).__name__}: {exc}", timed_out=timed_out)
             return
         region.observe_probe(report, time.perf_counter() - t0)
 

@@ -51,7 +51,8 @@ class RouterSettings:
     connect_timeout_s: float = 2.0
     hang_confirm_s: float = 1.0
     """When a probe of a region fails, a turn that has heard nothing from it for this long fails
-    over at once instead of waiting out its stall deadline."""
+    over at once instead of waiting out its stall deadline (``last_resort_slack`` times longer on
+    the last allowed region when the probe only timed out: ``RegionHealth.hang_cutoff``)."""
 
     # Breakers
     breaker_fail_max: int = 3
@@ -62,8 +63,8 @@ class RouterSettings:
 
     last_resort_slack: float = 3.0
     """Deadlines are this many times longer when no other allowed region is left: failing over
-    would only mean the edge's apology, so a slow region is better than none. A hang is still
-    caught at once by a failed health probe (``hang_confirm_s``)."""
+    would only mean the edge's apology, so a slow region is better than none. A region whose probe
+    is refused (its process is gone) is still left at once (``hang_confirm_s``)."""
 
     # Retries
     max_attempts: int = 3

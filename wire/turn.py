@@ -186,6 +186,19 @@ class ToolCalls(msgspec.Struct, tag="tool_calls", tag_field="type", kw_only=True
     calls: list[ToolCall]
 
 
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens the LLM counted for one turn (vLLM's ``usage``): the prompt and the answer."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
 class TurnDone(msgspec.Struct, tag="turn.done", tag_field="type", kw_only=True):
     turn_id: str
     region: str
@@ -194,6 +207,9 @@ class TurnDone(msgspec.Struct, tag="turn.done", tag_field="type", kw_only=True):
     text: str = ""
     timings: dict[str, float] = msgspec.field(default_factory=dict)
     error: str | None = None
+    usage: TokenUsage | None = None
+    """The LLM's own token count of this region's part of the turn; ``None``: no LLM ran (or, after
+    a failover, the region that died counted nothing the edge can see)."""
 
 
 class TurnError(msgspec.Struct, tag="error", tag_field="type", kw_only=True):

@@ -16,7 +16,7 @@ from openai.types.realtime.realtime_response_usage import RealtimeResponseUsage
 
 from edge.limits import estimate_tokens
 from edge.testing import ScriptedRouter, SessionHarness, memory_services, silence, spoken_reply, tone
-from wire.turn import Message, Transcript
+from wire.turn import Message, TokenUsage, Transcript, TurnDone
 
 
 def _create(**response: Any) -> dict[str, Any]:
@@ -140,6 +140,21 @@ async def test_usage_in_response_done_has_the_openai_shape() -> None:
     assert usage.total_tokens == usage.input_tokens + usage.output_tokens
     assert usage.input_token_details is not None and usage.input_token_details.text_tokens == expected_input
     assert "usage" not in edge.of_type("response.created")[0]["response"]
+
+
+async def test_usage_is_the_llms_own_count_when_the_region_gives_one() -> None:
+    reply = spoken_reply("Hi there.")
+    done_event = reply[-1]
+    assert isinstance(done_event, TurnDone)
+    done_event.usage = TokenUsage(input_tokens=123, output_tokens=7)
+    async with SessionHarness(memory_services(ScriptedRouter(reply))) as edge:
+        await edge.say("Hello?")
+        done = await _respond(edge)
+    usage = RealtimeResponseUsage.model_validate(done["usage"])
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (123, 7, 130)
+    # The key's usage is booked from the same count (``edge/accounting.py``).
+    totals = await edge.services.accounting.usage.totals(edge.state.key_id)
+    assert (totals["input_tokens"], totals["output_tokens"]) == (123, 7)
 
 
 async def test_bad_params_are_refused_naming_the_param_and_nothing_starts() -> None:

@@ -54,7 +54,12 @@ async def edge_before(
         RegionRecord(id=eu.id, url=eu.url, location=NEAR, residency=["eu"], capacity=2),
         RegionRecord(id=us.id, url=us.url, location=FAR, residency=["us"], capacity=2),
     ]
-    return await edge_factory(records, store_url=redis_url, jwt_secret=JWT_SECRET, admin_keys=(ADMIN,))
+    # Redis on a machine this test loads with two regions and vLLM: a call slower than the default
+    # 0.5 s would keep an audit record on its own edge (by design), and the read through another
+    # edge is what this test checks.
+    return await edge_factory(
+        records, store_url=redis_url, jwt_secret=JWT_SECRET, admin_keys=(ADMIN,), redis_timeout_s=3.0
+    )
 
 
 async def turn_killing(edge: RunningEdge, tok: str, eu: RunningRegion) -> tuple[Any, list[Any]]:

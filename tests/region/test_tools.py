@@ -24,6 +24,7 @@ from wire.turn import (
     Message,
     NamedTool,
     TextDelta,
+    TokenUsage,
     Tool,
     ToolCall,
     ToolCalls,
@@ -168,8 +169,11 @@ async def test_a_named_choice_for_a_tool_not_given_is_refused_before_any_work() 
 
 
 def sse(*contents: str) -> bytes:
-    """vLLM's streamed chat answer carrying ``contents`` as content deltas."""
+    """vLLM's streamed chat answer carrying ``contents`` as content deltas, then its usage chunk
+    (``stream_options.include_usage``: no choices; here 10 prompt tokens, one per delta)."""
     chunks = [json.dumps({"choices": [{"delta": {"content": c}}]}) for c in contents]
+    usage = {"prompt_tokens": 10, "completion_tokens": len(contents), "total_tokens": 10 + len(contents)}
+    chunks.append(json.dumps({"choices": [], "usage": usage}))
     return "".join(f"data: {c}\n\n" for c in [*chunks, "[DONE]"]).encode()
 
 
@@ -202,6 +206,8 @@ async def test_a_forced_call_cut_off_mid_json_is_asked_for_once_more() -> None:
         ("get_weather", '{"city": "Rome"}')
     ]
     assert not [p for p in out if isinstance(p, str)]  # the JSON is the call, never spoken
+    assert out[-1] == TokenUsage(input_tokens=20, output_tokens=4)  # both tries were generated
+    assert bodies[0]["stream_options"] == {"include_usage": True}
 
     client, bodies = client_answering(sse('{"city": "Sant'))
     with pytest.raises(InvalidToolCall, match="not whole JSON"):
@@ -218,7 +224,9 @@ async def test_auto_calls_stream_after_the_words_before_them() -> None:
     out = [
         piece async for piece in client.stream(TurnStart(turn_id="t", text="Oslo?", tools=[WEATHER]), "Oslo?")
     ]
+    *words, call_out, usage = out
     assert (
-        out[:-1] == ["Let me ", "check."] and isinstance(out[-1], ToolCall) and out[-1].name == "get_weather"
+        words == ["Let me ", "check."] and isinstance(call_out, ToolCall) and call_out.name == "get_weather"
     )
+    assert usage == TokenUsage(input_tokens=10, output_tokens=2)  # last, whatever the chunk order
     assert bodies[0]["tool_choice"] == "auto"

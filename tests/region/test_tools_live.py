@@ -11,7 +11,7 @@ import pytest
 from region.llm import VllmClient
 from region.tools import check_call
 from voicemesh.profiles import cpu_profile
-from wire.turn import Message, NamedTool, Tool, ToolCall, ToolChoice, TurnStart
+from wire.turn import Message, NamedTool, TokenUsage, Tool, ToolCall, ToolChoice, TurnStart
 
 pytestmark = pytest.mark.slow
 
@@ -57,4 +57,7 @@ async def test_an_answer_to_a_call_output_is_text(llm_url: str) -> None:
         out = [piece async for piece in client.stream(start, "")]
     finally:
         await client.aclose()
-    assert all(isinstance(p, str) for p in out) and "".join(map(str, out)).strip()
+    *words, usage = out
+    assert all(isinstance(p, str) for p in words) and "".join(map(str, words)).strip()
+    # vLLM's own count: the prompt holds the history and the tool's output; the answer its words.
+    assert isinstance(usage, TokenUsage) and usage.input_tokens > 20 and usage.output_tokens > 0

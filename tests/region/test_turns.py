@@ -61,6 +61,9 @@ async def test_spoken_question_gets_a_spoken_answer(
     for stage in ("stt_s", "llm_ttft_s", "first_clause_s", "tts_first_audio_s", "first_audio_s", "total_s"):
         assert done.timings[stage] > 0, (stage, done.timings)
     assert done.timings["first_audio_s"] <= done.timings["total_s"]
+    # vLLM's own token count: the prompt (system prompt, the question) and at most the answer's cap.
+    assert done.usage is not None and done.usage.input_tokens > len(transcript.split()), done.usage
+    assert 0 < done.usage.output_tokens <= 60, done.usage
 
 
 async def test_audio_starts_before_the_answer_is_written(region: RunningRegion) -> None:

@@ -94,9 +94,14 @@ def test_a_failed_probe_cuts_the_deadline_to_a_short_confirmation() -> None:
     assert d.due() == d.deadline > 1.0 + SETTINGS.hang_confirm_s
     assert not r.hang_suspected.is_set()
 
-    r.observe_probe(None, 0.0, "ReadTimeout")
+    r.observe_probe(None, 0.0, "ConnectError: refused")  # the process is gone
     assert r.hang_suspected.is_set()
     assert d.due() == pytest.approx(1.0 + SETTINGS.hang_confirm_s)
+    # Only no answer in time: maybe a busy region; the last one left (slack 3) gets 3x the time.
+    r.observe_probe(None, 0.0, "ReadTimeout", timed_out=True)
+    assert d.due() == pytest.approx(1.0 + 3.0 * SETTINGS.hang_confirm_s)
+    assert AttemptDeadline(r, started=1.0, slack=1.0).due() == pytest.approx(1.0 + SETTINGS.hang_confirm_s)
+    r.observe_probe(None, 0.0, "ConnectError: refused")
     err = d.expired(1.0 + SETTINGS.hang_confirm_s)
     assert err.code == "first_byte_timeout" and err.region == "r"
     assert "after a failed health probe" in err.message and "progress after audio" in err.message
