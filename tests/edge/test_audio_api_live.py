@@ -11,7 +11,6 @@ import asyncio
 import base64
 import io
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 import soundfile as sf
 
 from edge.audio_encoding import decode_upload
+from tests.fixtures.common import run_example
 from tests.fixtures.edge import EdgeFactory, RunningEdge
 from tests.fixtures.region import RegionFactory, Transcribe
 from voicemesh.profiles import cpu_profile
@@ -155,20 +155,10 @@ async def test_the_readme_example_runs_against_the_edge(
     """``examples/openai_audio.py`` as a user runs it: models, speech to a WAV, a transcript."""
     out = tmp_path / "speech.wav"
     script = EXAMPLE
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(speech(QUESTION)), str(out),
-        "--url", f"{edge.http_url}/v1", "--key", edge.api_key,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    text = await run_example(
+        script, str(speech(QUESTION)), str(out), "--url", f"{edge.http_url}/v1", "--key", edge.api_key,
+        timeout_s=300,
     )  # fmt: skip
-    try:
-        async with asyncio.timeout(300):
-            output, log = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = output.decode(errors="replace")
-    assert proc.returncode == 0, text + log.decode(errors="replace")[-4000:]
     assert "models: voicemesh" in text and "table" in text.lower(), text
     info = sf.info(str(out))
     assert info.samplerate == 24_000 and info.frames > 24_000

@@ -4,14 +4,12 @@ the answers' audio to a WAV."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import wave
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.common import SpeechFactory
+from tests.fixtures.common import SpeechFactory, run_example
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import QUESTION, TURN_TIMEOUT_S
@@ -34,20 +32,10 @@ async def test_example_runs_against_the_edge(
 ) -> None:
     url = url_of(edge)  # type: ignore[operator]
     out = tmp_path / "answer.wav"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(EXAMPLES / script), str(speech(QUESTION)), str(out),
-        "--url", url, "--key", edge.api_key,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    text = await run_example(
+        EXAMPLES / script, str(speech(QUESTION)), str(out), "--url", url, "--key", edge.api_key,
+        timeout_s=2 * TURN_TIMEOUT_S,
     )  # fmt: skip
-    try:
-        async with asyncio.timeout(2 * TURN_TIMEOUT_S):
-            output, log = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = output.decode(errors="replace")
-    assert proc.returncode == 0, text + log.decode(errors="replace")[-4000:]
     assert "error:" not in text, text  # each example prints the server's error events so
     with wave.open(str(out), "rb") as w:
         assert w.getframerate() == 24_000 and w.getnframes() > 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import wave
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.common import SpeechFactory
+from tests.fixtures.common import SpeechFactory, run_example
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, collect_reply, connect, stream_audio
 from wire.audio import FloatAudio
@@ -118,20 +117,10 @@ async def test_the_tools_example_runs_against_the_edge(
     stream, and a request more before LiveKit's barge-in test there lengthens that test's answer.)"""
     script = EXAMPLE
     out = tmp_path / "answer.wav"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(speech("What is the weather in Paris?")), str(out),
-        "--url", edge.url, "--key", edge.api_key,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    text = await run_example(
+        script, str(speech("What is the weather in Paris?")), str(out), "--url", edge.url,
+        "--key", edge.api_key, timeout_s=2 * TURN_TIMEOUT_S,
     )  # fmt: skip
-    try:
-        async with asyncio.timeout(2 * TURN_TIMEOUT_S):
-            output, log = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = output.decode(errors="replace")
-    assert proc.returncode == 0, text + log.decode(errors="replace")[-4000:]
     assert "error:" not in text and "[call get_weather(" in text, text
     with wave.open(str(out), "rb") as w:
         assert w.getframerate() == 24_000 and w.getnframes() > 0
