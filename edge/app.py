@@ -50,6 +50,7 @@ from edge.auth import (
     bearer_token,
 )
 from edge.client_secrets import MintRequest
+from edge.custom_voices import VoiceNotFound, VoiceStoreUnavailable
 from edge.events import error_event
 from edge.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/key_routes.py)
 from edge.key_session import KeySession
@@ -65,6 +66,7 @@ from edge.shared_limits import Slot
 from edge.state import SessionState
 from edge.tenancy import SessionTenancy, narrow
 from edge.tenant_admin import tenant_route_handlers
+from edge.voice_routes import voice_route_handlers  # issue 16b: /v1/voices
 from edge.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/web.py)
 from wire.errors import NoRegionAvailable, ProtocolError, VoicemeshError
 
@@ -97,8 +99,8 @@ def _status_for(exc: VoicemeshError) -> int:
         (Forbidden, 403),
         (HandshakeTimeout, 408),
         (RateLimited | TooManySessions, 429),
-        (SessionNotFound | KeyNotFound, 404),
-        (Draining | KeyStoreUnavailable | NoRegionAvailable, 503),
+        (SessionNotFound | KeyNotFound | VoiceNotFound, 404),
+        (Draining | KeyStoreUnavailable | VoiceStoreUnavailable | NoRegionAvailable, 503),
     ):
         if isinstance(exc, kind):
             return status
@@ -371,6 +373,7 @@ def create_app(services: EdgeServices) -> Litestar:
             *key_route_handlers(),  # issue 17a: /v1/keys
             *tenant_route_handlers(_authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
             *audio_route_handlers(_authenticate),  # issue 16a: speech, transcriptions, models
+            *voice_route_handlers(_authenticate),  # issue 16b: custom voices
         ],
         on_startup=[startup],
         on_shutdown=[shutdown],

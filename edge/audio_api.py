@@ -32,9 +32,11 @@ from edge.audio_encoding import SPEECH_FORMATS, decode_upload, speech_encoder
 from edge.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
 from edge.auth import Principal
 from edge.events import new_id
+from edge.json_body import typed_body
 from edge.limits import InvalidParam, check_range, check_text, estimate_tokens
 from edge.services import EdgeServices
 from edge.session_update import check_voice_allowed
+from edge.speech_cache import CachedSpeech, SpeechKey
 from edge.speech_stream import Book, SpeechStream
 from edge.tenancy import narrow
 from edge.transcribe_turn import book_transcription, run_transcription
@@ -43,6 +45,7 @@ from router.api import SessionRouting
 from wire.audio import REGION_OUT_RATE, STT_RATE, float_to_pcm16
 from wire.errors import NoRegionAvailable, VoicemeshError
 from wire.turn import TurnStart
+from wire.voices import voice_digest
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
 
@@ -82,15 +85,13 @@ class SpeechParams(msgspec.Struct, kw_only=True):
 class SpeechRequest:
     params: SpeechParams
     region_voice: str
+    custom: str | dict[str, Any] | None = None
+    """A voice that is not built in: a custom voice's ``{"id": ...}`` or name, resolved by the
+    voice library (``edge/custom_voices.py``) once the body is checked."""
 
 
 def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> SpeechRequest:
-    try:
-        p = msgspec.json.decode(raw, type=SpeechParams)
-    except msgspec.ValidationError as exc:
-        raise InvalidParam(f"invalid request body: {exc}", param=_field_of(exc)) from exc
-    except msgspec.DecodeError as exc:
-        raise InvalidParam(f"the body is not JSON: {exc}", param="body") from exc
+    p = typed_body(raw, SpeechParams)
     if not p.model:
         raise InvalidParam("model is required", param="model")
     if not p.input.strip():
@@ -99,12 +100,21 @@ def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> S
     # the edge's bound mirrors: past it every region would refuse the turn.
     check_text(p.input, "input", services.settings.limits.content.max_text_chars)
     check_text(p.instructions, "instructions", services.settings.limits.content.max_instructions_chars)
+    region_voice = ""
+    custom: str | dict[str, Any] | None = None
     if isinstance(p.voice, dict):
-        # Custom voices (``{"id": "voice_..."}``) are issue 16's next part: the hook is here.
-        raise InvalidParam("custom voices are not available on this deployment yet", param="voice")
-    check_text(p.voice, "voice", services.settings.limits.content.max_voice_chars)
-    region_voice = services.settings.voices.region_voice(p.voice, param="voice")
-    check_voice_allowed(p.voice, principal.policy.voices, "voice")
+        voice_id = p.voice.get("id")
+        if not isinstance(voice_id, str) or not voice_id or set(p.voice) != {"id"}:
+            raise InvalidParam('a custom voice is named as {"id": "voice_..."}', param="voice")
+        check_text(voice_id, "voice", services.settings.limits.content.max_voice_chars)
+        custom = p.voice
+    else:
+        check_text(p.voice, "voice", services.settings.limits.content.max_voice_chars)
+        if p.voice and p.voice not in services.settings.voices.names():
+            custom = p.voice  # a custom voice's name, or nothing at all: the library says which
+        else:
+            region_voice = services.settings.voices.region_voice(p.voice, param="voice")
+            check_voice_allowed(p.voice, principal.policy.voices, "voice")
     if p.response_format not in SPEECH_FORMATS:
         raise InvalidParam(
             f"response_format '{p.response_format}' is not supported: use one of {', '.join(SPEECH_FORMATS)}",
@@ -113,13 +123,7 @@ def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> S
     check_range(p.speed, "speed", 0.25, 4.0)
     if p.stream_format not in ("audio", "sse"):
         raise InvalidParam("stream_format must be 'audio' or 'sse'", param="stream_format")
-    return SpeechRequest(p, region_voice)
-
-
-def _field_of(exc: msgspec.ValidationError) -> str:
-    """The field msgspec names (``... at `$.speed```), else ``body``."""
-    m = re.search(r"\$\.(\w+)", str(exc))
-    return m.group(1) if m else "body"
+    return SpeechRequest(p, region_voice, custom)
 
 
 def _routing(principal: Principal, prefix: str) -> tuple[SessionRouting, str]:
@@ -134,6 +138,38 @@ def _sse(event: dict[str, Any]) -> bytes:
 
 def _delta(audio: bytes) -> bytes:
     return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(audio).decode()})
+
+
+def _done(p: SpeechParams, voicemesh: dict[str, Any]) -> dict[str, Any]:
+    tokens = estimate_tokens(p.input)
+    return {
+        "type": "speech.audio.done",
+        "usage": {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens},
+        "voicemesh": voicemesh,
+    }
+
+
+CACHED_CHUNK = 32_768
+"""A cache hit is streamed in pieces of this size (an SSE delta each)."""
+
+
+def _cached_speech(p: SpeechParams, cached: CachedSpeech, turn_id: str) -> Stream:
+    """A speech cache hit: the stored audio, no router turn, no synthesis."""
+    sse = p.stream_format == "sse"
+    headers = {"x-voicemesh-request-id": turn_id, "x-voicemesh-cache": "hit"}
+    if cached.regions:
+        headers["x-voicemesh-region"] = cached.regions[0]
+
+    async def body() -> AsyncIterator[bytes]:
+        for i in range(0, len(cached.audio), CACHED_CHUNK):
+            data = cached.audio[i : i + CACHED_CHUNK]
+            yield _delta(data) if sse else data
+        REQUESTS.labels("speech", "ok").inc()
+        if sse:
+            yield _sse(_done(p, {"regions": cached.regions, "fallback": None, "cache": "hit"}))
+
+    media_type = "text/event-stream" if sse else SPEECH_FORMATS[p.response_format].media_type
+    return Stream(body(), media_type=media_type, headers=headers)
 
 
 def _speech_booking(
@@ -169,10 +205,19 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             services, principal = await admitted(request)
             req = _parse_speech(await request.body(), services, principal)
             p = req.params
+            custom = None
+            if req.custom is not None:
+                custom = await services.voice_library.resolve(req.custom, principal, param="voice")
             routing, turn_id = _routing(principal, "speech")
+            key = SpeechKey(
+                text=p.input, voice=f"custom:{voice_digest(custom)}" if custom else req.region_voice,
+                response_format=p.response_format, speed=p.speed, residency=routing.residency,
+            )  # fmt: skip
+            if (cached := await services.speech_cache.get(key)) is not None:
+                return _cached_speech(p, cached, turn_id)
             start = TurnStart(
                 turn_id=turn_id, speak_text=p.input, voice=req.region_voice, speed=p.speed,
-                priority=principal.policy.priority,
+                priority=principal.policy.priority, custom_voice=custom,
             )  # fmt: skip
             stream = SpeechStream(
                 services.router, services.fallback, routing, start,
@@ -184,7 +229,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             REQUESTS.labels("speech", exc.code).inc()
             raise
         out = stream.outcome
-        headers = {"x-voicemesh-request-id": turn_id}
+        headers = {"x-voicemesh-request-id": turn_id, "x-voicemesh-cache": "miss"}
         if out.fallback is not None:  # no region was left before the first audio
             headers["x-voicemesh-fallback"] = out.fallback
         elif out.regions:
@@ -194,23 +239,32 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
         async def body() -> AsyncIterator[bytes]:
             seconds: dict[str, float] = {}
+            kept: list[bytes] | None = []  # for the speech cache, until past its size cap
+            room = services.speech_cache.settings.max_entry_bytes
+
+            def keep(data: bytes) -> bytes:
+                nonlocal kept, room
+                if kept is not None:
+                    kept.append(data)
+                    room -= len(data)
+                    if room < 0:
+                        kept = None  # too big to store: streamed, not cached
+                return _delta(data) if sse else data
+
             async for piece in stream.pcm():
                 seconds[piece.by] = seconds.get(piece.by, 0.0) + len(piece.pcm) / 2 / REGION_OUT_RATE
                 if data := encoder.encode(piece.pcm):
-                    yield _delta(data) if sse else data
+                    yield keep(data)
             if tail := encoder.finish():
-                yield _delta(tail) if sse else tail
+                yield keep(tail)
             for by, s in seconds.items():
                 SPEECH_SECONDS.labels(by).inc(s)
             REQUESTS.labels("speech", "edge_voice" if out.fallback else "ok").inc()
+            # Only what regions spoke whole: never the fallback voice's, never a cut answer.
+            if kept is not None and out.complete and out.fallback is None and out.regions:
+                await services.speech_cache.put(key, b"".join(kept), list(dict.fromkeys(out.regions)))
             if sse:
-                tokens = estimate_tokens(p.input)
-                done = {
-                    "type": "speech.audio.done",
-                    "usage": {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens},
-                    "voicemesh": {"regions": out.regions, "fallback": out.fallback},
-                }
-                yield _sse(done)
+                yield _sse(_done(p, {"regions": out.regions, "fallback": out.fallback}))
 
         media_type = "text/event-stream" if sse else SPEECH_FORMATS[p.response_format].media_type
         return Stream(body(), media_type=media_type, headers=headers)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, TypeVar
 
+import msgspec
+
+from edge.limits import InvalidParam
 from wire.errors import ProtocolError
+
+T = TypeVar("T")
 
 
 def json_object(raw: bytes, error: type[ProtocolError]) -> dict[str, Any]:
@@ -19,3 +25,16 @@ def json_object(raw: bytes, error: type[ProtocolError]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise error("body must be a JSON object")
     return body
+
+
+def typed_body(raw: bytes, kind: type[T]) -> T:
+    """``raw`` decoded as ``kind`` (a ``msgspec.Struct``); ``InvalidParam`` naming the field at
+    fault (msgspec's ``$.field``, or an unknown field's name), else ``body``."""
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        m = re.search(r"\$\.(\w+)|unknown field `(\w+)`", str(exc))
+        param = (m.group(1) or m.group(2)) if m else "body"
+        raise InvalidParam(f"invalid request body: {exc}", param=param) from exc
+    except msgspec.DecodeError as exc:
+        raise InvalidParam(f"the body is not JSON: {exc}", param="body") from exc

@@ -87,6 +87,8 @@ def parse_new_key(raw: bytes, voices: VoiceTable) -> tuple[str, dict[str, object
     except InvalidPolicy as exc:
         raise BadKeyRequest(str(exc)) from exc
     for voice in sorted(policy.voices or ()):
+        if voice.startswith("voice_"):
+            continue  # a custom voice's id (``edge/custom_voices.py``): it may be made later
         try:
             voices.region_voice(voice, param="voices")
         except VoiceRefused as exc:

@@ -85,6 +85,7 @@ class ResponseLifecycle:
             tools=params.tools,
             tool_choice=params.tool_choice,
             priority=state.priority,
+            custom_voice=params.custom_voice,
         )
         self._launch(start, params, turn)
 

@@ -35,6 +35,7 @@ from edge.settings import ContentLimits, EdgeSettings
 from edge.state import SessionState
 from wire.errors import BadEvent
 from wire.turn import Message, Tool, ToolChoice
+from wire.voices import CustomVoice
 
 MAX_METADATA_KEYS = 16
 MAX_METADATA_KEY_CHARS = 64
@@ -48,7 +49,7 @@ class ResponseParams:
     voice: str
     """The voice as the client named it (echoed in the response)."""
     region_voice: str
-    """What the region speaks it with (``edge/voices.py``)."""
+    """What the region speaks it with (``edge/voices.py``); ``""`` with a custom voice."""
     max_output_tokens: int | Literal["inf"]
     metadata: dict[str, str] = field(default_factory=dict)
     """The client's ``response.metadata``, echoed in ``response.created`` and ``response.done``."""
@@ -61,27 +62,33 @@ class ResponseParams:
     tools: list[Tool] = field(default_factory=list)
     """The session's tools, or the response's own (``response.create`` ``tools``)."""
     tool_choice: ToolChoice = "auto"
+    custom_voice: CustomVoice | None = None
+    """A custom voice's definition (``edge/custom_voices.py``): the turn carries it to its region."""
 
 
 def response_params(
     params: RealtimeResponseCreateParams | None, state: SessionState, settings: EdgeSettings,
-    *, voices: frozenset[str] | None = None,
+    *, voices: frozenset[str] | None = None, custom: CustomVoice | None = None,
 ) -> ResponseParams:  # fmt: skip
     """``response.create``'s ``response`` (``None``: the session's settings) checked; raises
     ``InvalidParam`` (or ``VoiceRefused``) naming the first bad param. ``voices``: the only ones the
     session's key may use (``None``: any of the edge's)."""
     limits = settings.limits.content
     voice, param = state.voice, "session.audio.output.voice"
+    custom_voice = state.custom_voice
     if params is not None and params.audio is not None and params.audio.output is not None:
         asked = params.audio.output.voice
         if asked is not None:
             voice, param = asked if isinstance(asked, str) else asked.id, "response.audio.output.voice"
             check_text(voice, param, limits.max_voice_chars)
-            check_voice_allowed(voice, voices, param)
+            custom_voice = custom  # resolved, and its use allowed, by the caller
+            if custom is None:
+                check_voice_allowed(voice, voices, param)
     base = ResponseParams(
         instructions=state.instructions,
         voice=voice,
-        region_voice=settings.voices.region_voice(voice, param=param),
+        region_voice="" if custom_voice else settings.voices.region_voice(voice, param=param),
+        custom_voice=custom_voice,
         max_output_tokens=state.max_output_tokens,
         output_audio=speaks(state.output_modalities),
         tools=list(state.tools),

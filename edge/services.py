@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from edge.accounting import Accounting
 from edge.auth import Authenticator
 from edge.client_secrets import ClientSecrets
+from edge.custom_voices import VoiceLibrary, open_voice_store
 from edge.fallback_voice import FallbackVoice
 from edge.key_store import open_key_store, redis_client
 from edge.keys import KeyRing
@@ -23,6 +24,7 @@ from edge.session_snapshot import SessionSnapshots
 from edge.settings import EdgeSettings
 from edge.shared_limits import SharedKeyLimits
 from edge.shared_store import EdgeStore
+from edge.speech_cache import SpeechCache
 from edge.state import open_store
 from edge.vad import VadBatcher
 from router.api import TurnRouter
@@ -41,6 +43,10 @@ class EdgeServices:
     mint_limits: KeyLimits
     """Per key: the bucket for minting client secrets, apart from connects."""
     store: EdgeStore
+    voice_library: VoiceLibrary
+    """Custom voices, shared by every edge (``edge/custom_voices.py``)."""
+    speech_cache: SpeechCache
+    """Repeated speech requests, shared by every edge (``edge/speech_cache.py``)."""
     accounting: Accounting = field(default_factory=Accounting)
     """Per key: the audit trail and usage totals (``edge/accounting.py``)."""
     open_sessions: int = 0
@@ -86,6 +92,10 @@ class EdgeServices:
             ),
             mint_limits=KeyLimits(minting),
             store=store,
+            voice_library=VoiceLibrary(
+                open_voice_store(settings.store_url, timeout_s=timeout), settings.voices
+            ),
+            speech_cache=SpeechCache(store, settings.speech_cache),
             accounting=Accounting.open(settings.store_url, timeout_s=settings.redis_timeout_s),
         )
 
@@ -103,4 +113,5 @@ class EdgeServices:
         await self.auth.keys.aclose()
         await self.limits.aclose()
         await self.store.aclose()
+        await self.voice_library.store.aclose()
         await self.accounting.aclose()

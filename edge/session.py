@@ -30,6 +30,7 @@ from openai.types.realtime import (
 )
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
+from edge.auth import Principal
 from edge.conversation import Conversation
 from edge.events import (
     Send,
@@ -41,7 +42,7 @@ from edge.events import (
 )
 from edge.input_turns import InputTurns
 from edge.key_policy import DEFAULT_POLICY, KeyPolicy
-from edge.limits import RateLimited
+from edge.limits import RateLimited, check_text
 from edge.metrics import CLIENT_EVENTS
 from edge.response_lifecycle import ResponseLifecycle
 from edge.response_params import response_params
@@ -62,6 +63,7 @@ from edge.tenancy import vendor_session
 from edge.transcription import InputTranscription
 from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
+from wire.voices import CustomVoice
 
 log = logging.getLogger("voicemesh.edge")
 
@@ -270,8 +272,10 @@ class RealtimeSession:
         elif isinstance(event, OutputAudioBufferClearEvent):
             await self._clear_output_audio()
         elif isinstance(event, ResponseCreateEvent):
+            out = event.response.audio.output if event.response and event.response.audio else None
+            custom = await self._custom_voice(out.voice if out else None, "response.audio.output.voice")
             params = response_params(
-                event.response, self.state, self.services.settings, voices=self.policy.voices
+                event.response, self.state, self.services.settings, voices=self.policy.voices, custom=custom
             )
             self.responses.start(params)
             await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
@@ -299,9 +303,22 @@ class RealtimeSession:
             raise BadEvent("no response audio to clear in this session", code="invalid_value")
         await self._send(server_event("output_audio_buffer.cleared", response_id=response_id))
 
+    async def _custom_voice(self, asked: object, param: str) -> CustomVoice | None:
+        """The definition of a custom voice the client named (``{"id": ...}``, or a name that is
+        not built in) from the voice library; ``None`` for a built-in voice (checked as before)."""
+        name = asked if isinstance(asked, str) else getattr(asked, "id", None)
+        if not isinstance(name, str) or not name or name in self.services.settings.voices.names():
+            return None
+        check_text(name, param, self.services.settings.limits.content.max_voice_chars)
+        ref: str | dict[str, Any] = name if isinstance(asked, str) else {"id": name}
+        who = Principal(self.state.key_id, "session", policy=self.policy)  # whose voices it may use
+        return await self.services.voice_library.resolve(ref, who, param=param)
+
     async def _update(self, event: SessionUpdateEvent) -> None:
+        out = getattr(event.session.audio, "output", None)  # a transcription session has none
+        custom = await self._custom_voice(getattr(out, "voice", None), "session.audio.output.voice")
         changes = session_changes(
-            self.state, event.session, self.services.settings, voices=self.policy.voices
+            self.state, event.session, self.services.settings, voices=self.policy.voices, custom=custom
         )
         for name, value in changes.items():
             setattr(self.state, name, value)

@@ -25,6 +25,7 @@ from edge.settings import ContentLimits, EdgeSettings, VadSettings
 from edge.state import InputTranscription, SessionState, TurnDetection
 from wire.errors import BadEvent
 from wire.turn import NamedTool, Tool
+from wire.voices import CustomVoice
 
 T = TypeVar("T")
 
@@ -98,10 +99,12 @@ def session_object(state: SessionState) -> dict[str, Any]:
 
 
 def session_changes(
-    state: SessionState, s: Session, settings: EdgeSettings, *, voices: frozenset[str] | None = None
-) -> dict[str, Any]:
+    state: SessionState, s: Session, settings: EdgeSettings, *, voices: frozenset[str] | None = None,
+    custom: CustomVoice | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What one ``session.update``'s ``session`` changes in ``state``, as ``{field: new value}``;
-    ``voices``: the only ones the session's key may use (``None``: any of the edge's).
+    ``voices``: the only ones the session's key may use (``None``: any of the edge's); ``custom``:
+    the definition of the custom voice it names, resolved (and its use allowed) by the caller.
 
     Every field is checked before anything changes: the first bad one raises and the caller leaves
     the session as it was (all or nothing)."""
@@ -132,11 +135,13 @@ def session_changes(
             voice = audio.output.voice
             voice = voice if isinstance(voice, str) else voice.id
             check_text(voice, "session.audio.output.voice", limits.max_voice_chars)
-            # A voice no region speaks is refused here, not at a turn; the session keeps (and
-            # echoes) the name asked for, mapped to a region voice per turn.
-            settings.voices.region_voice(voice, param="session.audio.output.voice")
-            check_voice_allowed(voice, voices, "session.audio.output.voice")
+            if custom is None:
+                # A voice no region speaks is refused here, not at a turn; the session keeps (and
+                # echoes) the name asked for, mapped to a region voice per turn.
+                settings.voices.region_voice(voice, param="session.audio.output.voice")
+                check_voice_allowed(voice, voices, "session.audio.output.voice")
             changes["voice"] = voice
+            changes["custom_voice"] = custom
     if audio is not None and audio.input is not None:
         if (fmt := _audio_format(audio.input.format, "session.audio.input.format")) is not None:
             changes["input_audio_format"] = fmt

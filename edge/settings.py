@@ -109,6 +109,17 @@ class KeySettings:
 
 
 @dataclass(frozen=True)
+class SpeechCacheSettings:
+    """The shared cache of ``POST /v1/audio/speech`` results (``edge/speech_cache.py``)."""
+
+    enabled: bool = True
+    ttl_s: int = 24 * 3600
+    """How long an entry lives after it is written."""
+    max_entry_bytes: int = 4 * 2**20
+    """An encoded result past this is not stored (about 40 s of WAV, 4 min of MP3)."""
+
+
+@dataclass(frozen=True)
 class EdgeSettings:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -141,6 +152,7 @@ class EdgeSettings:
     """Stored API keys: lookup cache, revocation checks, session leases (``docs/keys.md``)."""
     models: dict[str, str] = field(default_factory=dict)
     """The profile's model names by kind (``llm``, ``stt``, ``tts``): ``GET /v1/models`` lists them."""
+    speech_cache: SpeechCacheSettings = field(default_factory=SpeechCacheSettings)
 
 
 def _env_float(name: str, default: float) -> float:

@@ -52,6 +52,9 @@ class SpeechOutcome:
     heard: str = ""
     """The clauses delivered so far, joined."""
     audio_bytes: int = 0
+    complete: bool = False
+    """A region ended the turn as ``completed``: every clause was spoken by regions, none cut (what
+    the speech cache may store, ``edge/speech_cache.py``)."""
 
 
 Book = Callable[[TurnTrail, str], Awaitable[None]]
@@ -134,6 +137,7 @@ class SpeechStream:
                     yield piece
                 return
             elif isinstance(ev, TurnDone):
+                out.complete = ev.status == "completed"
                 return
 
     async def _degraded(self, ev: Degraded) -> AsyncIterator[Piece]:

@@ -16,6 +16,7 @@ from litestar.stores.base import Store
 
 from edge.shared_store import EdgeStore, open_edge_store
 from wire.turn import Message, Priority, Tool, ToolChoice
+from wire.voices import CustomVoice
 
 
 class TurnDetection(msgspec.Struct, kw_only=True):
@@ -61,6 +62,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     """The key's class in a region's queue (``TurnStart.priority``)."""
     on_no_region: Literal["edge_voice", "error"] = "edge_voice"
     """What a turn gets when no region of the residency can serve it (``edge/key_policy.py``)."""
+    custom_voice: CustomVoice | None = None
+    """``voice`` names a custom voice: its definition, as it was when the session chose it (each
+    turn carries it to its region; kept in the snapshot, so a resume keeps it)."""
 
 
 def open_store(url: str | None, *, timeout_s: float = 0.5) -> EdgeStore:

@@ -109,7 +109,9 @@ class Pipeline:
 
     async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio | None:
         t = time.perf_counter()
-        audio = await self.stages.tts.synthesize(text, turn.start.voice, turn.cancel, speed=turn.start.speed)
+        audio = await self.stages.tts.synthesize(
+            text, turn.start.custom_voice or turn.start.voice, turn.cancel, speed=turn.start.speed
+        )
         if not len(audio):
             return None
         if index == 0:

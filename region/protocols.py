@@ -21,6 +21,7 @@ from region.cancel import CancelToken
 from wire.audio import FloatAudio
 from wire.errors import RegionError, UnknownVoice
 from wire.turn import Segment, TokenUsage, ToolCall, TurnStart
+from wire.voices import CustomVoice
 
 
 class LlmError(RegionError):
@@ -76,15 +77,18 @@ class TextToSpeech(Model, Protocol):
         """The voices it speaks (empty until loaded)."""
         ...
 
-    def resolve_voice(self, voice: str) -> str:
-        """The voice to speak with (the default when empty); ``UnknownVoice`` if there is none such."""
+    def resolve_voice(self, voice: str | CustomVoice) -> str:
+        """The voice to speak with (the default when empty); ``UnknownVoice`` if there is none such
+        (for a custom voice: a blend of a voice this region lacks), ``BadEvent`` for a custom voice
+        that is no definition (``region.voice_styles.check_custom``)."""
         ...
 
     async def synthesize(
-        self, text: str, voice: str, cancel: CancelToken, *, speed: float = 1.0
+        self, text: str, voice: str | CustomVoice, cancel: CancelToken, *, speed: float = 1.0
     ) -> FloatAudio:
         """One clause -> float audio at 24 kHz (empty if nothing in it is speakable), spoken at
-        ``speed`` times the voice's rate; raises ``Cancelled`` soon after ``cancel`` is set."""
+        ``speed`` times the voice's rate (a ``CustomVoice``: its blended or uploaded style); raises
+        ``Cancelled`` soon after ``cancel`` is set."""
         ...
 
 

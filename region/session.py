@@ -126,7 +126,7 @@ class TurnSession:
         try:
             check_start(start, self.node.settings.limits)
             if start.output_audio and not start.transcribe_only:  # only a spoken answer needs a voice
-                self.node.stages.tts.resolve_voice(start.voice)
+                self.node.stages.tts.resolve_voice(start.custom_voice or start.voice)
         except ProtocolError as exc:
             # The audio frame that follows this start belongs to a refused turn: drop it quietly.
             self._discard_audio_of = start.turn_id if start.audio_bytes > 0 else None

@@ -24,8 +24,10 @@ from region.pipeline import Stages
 from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
+from region.voice_styles import check_custom
 from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
 from wire.turn import RegionMessage, Segment, ToolCall, TurnStart, decode_region
+from wire.voices import CustomVoice
 
 
 class MemoryChannel:
@@ -213,18 +215,24 @@ class ToneTts:
         self.default_voice = default_voice
         self.hold = hold
         self.spoken: list[str] = []
+        self.spoken_with: list[str | CustomVoice] = []
+        """The voice of each clause: a name, or a turn's custom voice definition."""
         self.running = 0
 
     async def load(self) -> None:
         pass
 
-    def resolve_voice(self, voice: str) -> str:
+    def resolve_voice(self, voice: str | CustomVoice) -> str:
+        if isinstance(voice, CustomVoice):
+            check_custom(voice, self.voices)
+            return voice.id
         return choose_voice(voice, self.default_voice, self.voices)
 
     async def synthesize(
-        self, text: str, voice: str, cancel: CancelToken, *, speed: float = 1.0
+        self, text: str, voice: str | CustomVoice, cancel: CancelToken, *, speed: float = 1.0
     ) -> FloatAudio:
         self.resolve_voice(voice)
+        self.spoken_with.append(voice)
         self.running += 1
         try:
             if self.hold is not None:

@@ -39,6 +39,9 @@ the edge asks for one when a client wants the transcript of audio no response an
 A turn with ``speak_text`` only reads that text aloud (``POST /v1/audio/speech``): no STT, no LLM;
 one ``text.delta`` with the text still to speak, then its clauses' ``audio.clause``. On failover
 ``heard_text`` holds the clauses already delivered: the next region skips them, clause by clause.
+
+A turn with ``custom_voice`` speaks with that definition (a blend of the region's voice styles or
+an uploaded style vector), not ``voice``: custom voices live at the edge, and travel with turns.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from __future__ import annotations
 from typing import Any, Literal, cast
 
 import msgspec
+
+from wire.voices import CustomVoice
 
 TURN_PATH = "/v1/turns"
 
@@ -121,6 +126,9 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     """A ``transcribe_only`` turn's language (ISO-639-1); ``""``: the region's setting."""
     prompt: str = ""
     """A ``transcribe_only`` turn's prompt for Whisper (words and style to expect)."""
+    custom_voice: CustomVoice | None = None
+    """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
+    carries it, so every region has it, and a failover keeps it."""
 
 
 class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
