@@ -218,14 +218,16 @@ class ResponseLifecycle:
             self.on_done()
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
-        await self._book(response, result, start, trail, audio_in)
         if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
             if served_by == "edge":
                 reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
                 await self._transcription.degraded(turn.audio_item_id, reason)
             else:
                 await self._transcription.request(turn.audio_item_id, turn.audio)
+        # The snapshot first (a client may resume the moment it reads ``response.done``), then the
+        # bookkeeping, which may wait on Redis.
         await self._services.sessions.save(self._state)
+        await self._book(response, result, start, trail, audio_in)
 
     async def _book(
         self, response: Response, result: ResponseResult, start: TurnStart, trail: TurnTrail, audio_in: int
