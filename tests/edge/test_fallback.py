@@ -55,6 +55,9 @@ async def test_text_turn_degrades_too(lonely_edge: RunningEdge) -> None:
     assert len(reply.audio) > CLIENT_RATE  # more than half a second of speech
 
 
+STORY = "Tell me a long story about a knight and a dragon, in at least ten sentences."
+
+
 async def test_region_stalls_mid_answer_piper_speaks_the_rest(
     edge_factory: EdgeFactory, region_factory: RegionFactory
 ) -> None:
@@ -74,10 +77,12 @@ async def test_region_stalls_mid_answer_piper_speaks_the_rest(
                 item={
                     "type": "message",
                     "role": "user",
-                    "content": [{"type": "input_text", "text": "Tell me a story."}],
+                    "content": [{"type": "input_text", "text": STORY}],
                 }
             )
-            await conn.response.create()
+            # A long answer: the region is still synthesising (and has text not yet voiced) when it
+            # stops; a short one may be all sent before the first audio plays.
+            await conn.response.create(response={"max_output_tokens": 400})
             reply = Reply()
             async with asyncio.timeout(90):
                 async for event in conn:

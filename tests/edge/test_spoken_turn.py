@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import Callable
 
@@ -46,12 +45,7 @@ async def test_spoken_question_gets_spoken_answer(
         silence = np.zeros(CLIENT_RATE, dtype=np.float32)
         await stream_audio(conn, np.concatenate([question, silence]), pace=1.5)
         reply = await collect_reply(conn, Reply(), timeout_s=90)
-        # Saved as ``response.done`` goes out; with a shared store the write may still be on its way.
-        for _ in range(200):  # at most 10 s
-            state = await edge.services.sessions.load(sid)
-            if state is not None and len(state.history) >= 2:
-                break
-            await asyncio.sleep(0.05)
+        state = await edge.saved_state(sid, messages=2)
 
     for event in reply.events:
         _strictly_valid(event)

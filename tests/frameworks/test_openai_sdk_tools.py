@@ -92,7 +92,8 @@ async def test_a_spoken_question_gets_a_call_and_the_output_gets_a_spoken_answer
         )
         await conn.response.create(response={"tool_choice": "none"})
         final = await collect_reply(conn, Reply(), timeout_s=TURN_TIMEOUT_S)
-        state = await edge.services.sessions.load(session_id)  # (removed when the socket closes)
+        # The question, the call, its output and the answer (removed when the socket closes).
+        state = await edge.saved_state(session_id, messages=4)
 
     print(f"call {done.arguments}; answer: {final.text!r}")
     assert final.status == "completed", final.types

@@ -193,7 +193,7 @@ def test_a_killed_region_comes_back_through_terraform_without_anyone(
         time.sleep(0.1)
     recovery_s = time.monotonic() - t0
     supervise_log = local_deployment.state / "supervise.log"
-    while "recovered in" not in supervise_log.read_text() and time.monotonic() < deadline:
+    while "region-eu-west recovered in" not in supervise_log.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)  # healthy a moment before Terraform's apply returns and the line is written
     log = supervise_log.read_text()
     assert new is not None and new != old and is_alive(new), log
