@@ -40,10 +40,14 @@ class Accounting:
 
     async def book(self, record: AuditRecord, delta: UsageDelta) -> None:
         """Book one finished turn; a cancelled caller stops waiting, the booking goes on."""
+        await asyncio.shield(self.submit(record, delta))
+
+    def submit(self, record: AuditRecord, delta: UsageDelta) -> asyncio.Task[None]:
+        """Start booking one finished turn, at once and in a task of its own (kept until done)."""
         task = asyncio.create_task(self._book(record, delta), name=f"book-{record.turn_id}")
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
-        await asyncio.shield(task)
+        return task
 
     async def _book(self, record: AuditRecord, delta: UsageDelta) -> None:
         count(record.key_id, record.outcome, delta)

@@ -218,21 +218,24 @@ class ResponseLifecycle:
             self.on_done()
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
+        # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
+        # the session, which cancels this one, and the turn must still be booked.
+        booking = self._booking(response, result, start, trail, audio_in)
         if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
             if served_by == "edge":
                 reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
                 await self._transcription.degraded(turn.audio_item_id, reason)
             else:
                 await self._transcription.request(turn.audio_item_id, turn.audio)
-        # The snapshot first (a client may resume the moment it reads ``response.done``), then the
-        # bookkeeping, which may wait on Redis.
+        # The snapshot without waiting for the bookkeeping (which may wait on Redis): a client may
+        # resume the moment it reads ``response.done``.
         await self._services.sessions.save(self._state)
-        await self._book(response, result, start, trail, audio_in)
+        await asyncio.shield(booking)
 
-    async def _book(
+    def _booking(
         self, response: Response, result: ResponseResult, start: TurnStart, trail: TurnTrail, audio_in: int
-    ) -> None:
-        """The finished response's audit record and usage."""
+    ) -> asyncio.Task[None]:
+        """The finished response's audit record and usage, being booked."""
         state = self._state
         if trail.degraded is not None:
             trail.left_for(NOWHERE if trail.refused is not None else EDGE)
@@ -244,4 +247,4 @@ class ResponseLifecycle:
         )  # fmt: skip
         tokens = (result.usage.get("input_tokens", 0), result.usage.get("output_tokens", 0))
         delta = UsageDelta.of(audio_in_bytes=audio_in, audio_out_bytes=trail.audio_out_bytes, tokens=tokens)
-        await self._services.accounting.book(record, delta)
+        return self._services.accounting.submit(record, delta)
