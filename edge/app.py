@@ -49,6 +49,8 @@ from edge.auth import (
     Principal,
     bearer_token,
 )
+from edge.batch_routes import BatchNotFound, BatchStoreUnavailable, batch_route_handlers  # issue 16c
+from edge.batch_worker import BatchWorker
 from edge.client_secrets import MintRequest
 from edge.custom_voices import VoiceNotFound, VoiceStoreUnavailable
 from edge.events import error_event
@@ -99,8 +101,15 @@ def _status_for(exc: VoicemeshError) -> int:
         (Forbidden, 403),
         (HandshakeTimeout, 408),
         (RateLimited | TooManySessions, 429),
-        (SessionNotFound | KeyNotFound | VoiceNotFound, 404),
-        (Draining | KeyStoreUnavailable | VoiceStoreUnavailable | NoRegionAvailable, 503),
+        (SessionNotFound | KeyNotFound | VoiceNotFound | BatchNotFound, 404),
+        (
+            Draining
+            | KeyStoreUnavailable
+            | VoiceStoreUnavailable
+            | BatchStoreUnavailable
+            | NoRegionAvailable,
+            503,
+        ),
     ):
         if isinstance(exc, kind):
             return status
@@ -355,11 +364,17 @@ def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpRespo
 
 
 def create_app(services: EdgeServices) -> Litestar:
+    worker = BatchWorker(services, services.batches) if services.batches is not None else None
+
     async def startup(app: Litestar) -> None:
         app.state.services = services
         await services.start()
+        if worker is not None:
+            worker.start()
 
     async def shutdown(app: Litestar) -> None:
+        if worker is not None:
+            await worker.stop()  # its claims go back to the queue: another edge takes them on
         await services.aclose()
 
     return Litestar(
@@ -374,6 +389,7 @@ def create_app(services: EdgeServices) -> Litestar:
             *tenant_route_handlers(_authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
             *audio_route_handlers(_authenticate),  # issue 16a: speech, transcriptions, models
             *voice_route_handlers(_authenticate),  # issue 16b: custom voices
+            *batch_route_handlers(_authenticate),  # issue 16c: speech batches
         ],
         on_startup=[startup],
         on_shutdown=[shutdown],

@@ -45,7 +45,7 @@ from router.api import SessionRouting
 from wire.audio import REGION_OUT_RATE, STT_RATE, float_to_pcm16
 from wire.errors import NoRegionAvailable, VoicemeshError
 from wire.turn import TurnStart
-from wire.voices import voice_digest
+from wire.voices import CustomVoice, voice_digest
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
 
@@ -91,7 +91,12 @@ class SpeechRequest:
 
 
 def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> SpeechRequest:
-    p = typed_body(raw, SpeechParams)
+    return check_speech(typed_body(raw, SpeechParams), services, principal)
+
+
+def check_speech(p: SpeechParams, services: EdgeServices, principal: Principal) -> SpeechRequest:
+    """A speech request's fields, checked (``InvalidParam`` names the one at fault); a custom voice
+    is left for the voice library to resolve."""
     if not p.model:
         raise InvalidParam("model is required", param="model")
     if not p.input.strip():
@@ -126,7 +131,7 @@ def _parse_speech(raw: bytes, services: EdgeServices, principal: Principal) -> S
     return SpeechRequest(p, region_voice, custom)
 
 
-def _routing(principal: Principal, prefix: str) -> tuple[SessionRouting, str]:
+def routing_of(principal: Principal, prefix: str) -> tuple[SessionRouting, str]:
     turn_id = new_id(prefix)
     residency = narrow(principal.policy.residency, principal.residency)
     return SessionRouting(session_id=turn_id, residency=residency), turn_id
@@ -153,8 +158,18 @@ CACHED_CHUNK = 32_768
 """A cache hit is streamed in pieces of this size (an SSE delta each)."""
 
 
-def _cached_speech(p: SpeechParams, cached: CachedSpeech, turn_id: str) -> Stream:
-    """A speech cache hit: the stored audio, no router turn, no synthesis."""
+def book_cache_hit(services: EdgeServices, key_id: str, routing: SessionRouting, turn_id: str,
+                         cached: CachedSpeech) -> Awaitable[None]:  # fmt: skip
+    """Books a speech cache hit: its audio out, no region (``cache_hit``)."""
+    record = AuditRecord(
+        at=now(), key_id=key_id, session_id=routing.session_id, turn_id=turn_id, kind="speech",
+        residency=None if routing.residency is None else sorted(routing.residency), cache_hit=True,
+    )  # fmt: skip
+    return services.accounting.book(record, UsageDelta.of(audio_in_bytes=0, audio_out_bytes=cached.pcm_bytes))
+
+
+def _cached_speech(p: SpeechParams, cached: CachedSpeech, turn_id: str, book: Awaitable[None]) -> Stream:
+    """A speech cache hit: the stored audio, no router turn, no synthesis; booked once sent."""
     sse = p.stream_format == "sse"
     headers = {"x-voicemesh-request-id": turn_id, "x-voicemesh-cache": "hit"}
     if cached.regions:
@@ -165,6 +180,7 @@ def _cached_speech(p: SpeechParams, cached: CachedSpeech, turn_id: str) -> Strea
             data = cached.audio[i : i + CACHED_CHUNK]
             yield _delta(data) if sse else data
         REQUESTS.labels("speech", "ok").inc()
+        await book
         if sse:
             yield _sse(_done(p, {"regions": cached.regions, "fallback": None, "cache": "hit"}))
 
@@ -172,9 +188,17 @@ def _cached_speech(p: SpeechParams, cached: CachedSpeech, turn_id: str) -> Strea
     return Stream(body(), media_type=media_type, headers=headers)
 
 
-def _speech_booking(
-    services: EdgeServices, principal: Principal, routing: SessionRouting, turn_id: str
-) -> Book:
+def speech_key(
+    p: SpeechParams, region_voice: str, custom: CustomVoice | None, routing: SessionRouting
+) -> SpeechKey:
+    """What the speech cache files a request's audio under."""
+    return SpeechKey(
+        text=p.input, voice=f"custom:{voice_digest(custom)}" if custom else region_voice,
+        response_format=p.response_format, speed=p.speed, residency=routing.residency,
+    )  # fmt: skip
+
+
+def speech_booking(services: EdgeServices, key_id: str, routing: SessionRouting, turn_id: str) -> Book:
     """Books a speech request like a turn (``kind`` ``speech``; its id stands for the session)."""
 
     async def book(trail: TurnTrail, status: str) -> None:
@@ -182,8 +206,8 @@ def _speech_booking(
             trail.left_for(NOWHERE if status == "failed" else EDGE)
         outcome, reason = trail.outcome(status, "client_went_away")
         record = AuditRecord(
-            at=now(), key_id=principal.key_id, session_id=routing.session_id, turn_id=turn_id,
-            kind="speech", residency=None if routing.residency is None else sorted(routing.residency),
+            at=now(), key_id=key_id, session_id=routing.session_id, turn_id=turn_id, kind="speech",
+            residency=None if routing.residency is None else sorted(routing.residency),
             regions=trail.regions, failovers=trail.hops, outcome=outcome, reason=reason,
         )  # fmt: skip
         delta = UsageDelta.of(audio_in_bytes=0, audio_out_bytes=trail.audio_out_bytes)
@@ -208,13 +232,11 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             custom = None
             if req.custom is not None:
                 custom = await services.voice_library.resolve(req.custom, principal, param="voice")
-            routing, turn_id = _routing(principal, "speech")
-            key = SpeechKey(
-                text=p.input, voice=f"custom:{voice_digest(custom)}" if custom else req.region_voice,
-                response_format=p.response_format, speed=p.speed, residency=routing.residency,
-            )  # fmt: skip
+            routing, turn_id = routing_of(principal, "speech")
+            key = speech_key(p, req.region_voice, custom, routing)
             if (cached := await services.speech_cache.get(key)) is not None:
-                return _cached_speech(p, cached, turn_id)
+                book = book_cache_hit(services, principal.key_id, routing, turn_id, cached)
+                return _cached_speech(p, cached, turn_id, book)
             start = TurnStart(
                 turn_id=turn_id, speak_text=p.input, voice=req.region_voice, speed=p.speed,
                 priority=principal.policy.priority, custom_voice=custom,
@@ -222,7 +244,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             stream = SpeechStream(
                 services.router, services.fallback, routing, start,
                 speak_on_no_region=principal.policy.on_no_region != "error",
-                book=_speech_booking(services, principal, routing, turn_id),
+                book=speech_booking(services, principal.key_id, routing, turn_id),
             )  # fmt: skip
             await stream.open()
         except VoicemeshError as exc:
@@ -262,7 +284,8 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             REQUESTS.labels("speech", "edge_voice" if out.fallback else "ok").inc()
             # Only what regions spoke whole: never the fallback voice's, never a cut answer.
             if kept is not None and out.complete and out.fallback is None and out.regions:
-                await services.speech_cache.put(key, b"".join(kept), list(dict.fromkeys(out.regions)))
+                regions = list(dict.fromkeys(out.regions))
+                await services.speech_cache.put(key, b"".join(kept), regions, pcm_bytes=out.audio_bytes)
             if sse:
                 yield _sse(_done(p, {"regions": out.regions, "fallback": out.fallback}))
 
@@ -311,7 +334,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         except VoicemeshError as exc:
             raise InvalidParam(exc.message, param="file", code=exc.code) from exc
         pcm = float_to_pcm16(audio)
-        routing, turn_id = _routing(principal, "transcription")
+        routing, turn_id = routing_of(principal, "transcription")
         start = TurnStart(
             turn_id=turn_id, transcribe_only=True, output_audio=False, audio_bytes=len(pcm),
             language=language, prompt=prompt, priority=principal.policy.priority,
@@ -374,4 +397,14 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
     return [speech, transcriptions, models]
 
 
-__all__ = ["MAX_UPLOAD_BYTES", "audio_route_handlers"]
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "SpeechParams",
+    "SpeechRequest",
+    "audio_route_handlers",
+    "book_cache_hit",
+    "check_speech",
+    "routing_of",
+    "speech_booking",
+    "speech_key",
+]  # fmt: skip

@@ -66,6 +66,8 @@ class AuditRecord(msgspec.Struct, kw_only=True):
     outcome: Outcome = "completed"
     reason: str = ""
     """Why it was not ``completed``: the router's degrade reason, the error code, the cancel reason."""
+    cache_hit: bool = False
+    """A speech request served from the speech cache: no region, no synthesis."""
 
 
 @dataclass

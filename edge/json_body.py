@@ -33,7 +33,8 @@ def typed_body(raw: bytes, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
-        m = re.search(r"\$\.(\w+)|unknown field `(\w+)`", str(exc))
+        # An item of a list is named with its index and field (``items[2].voice``, as OpenAI names it).
+        m = re.search(r"\$\.(\w+(?:\[\d+\](?:\.\w+)?)?)|unknown field `(\w+)`", str(exc))
         param = (m.group(1) or m.group(2)) if m else "body"
         raise InvalidParam(f"invalid request body: {exc}", param=param) from exc
     except msgspec.DecodeError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from edge.accounting import Accounting
 from edge.auth import Authenticator
+from edge.batch_store import BatchStore
 from edge.client_secrets import ClientSecrets
 from edge.custom_voices import VoiceLibrary, open_voice_store
 from edge.fallback_voice import FallbackVoice
@@ -49,6 +50,8 @@ class EdgeServices:
     """Repeated speech requests, shared by every edge (``edge/speech_cache.py``)."""
     accounting: Accounting = field(default_factory=Accounting)
     """Per key: the audit trail and usage totals (``edge/accounting.py``)."""
+    batches: BatchStore | None = None
+    """Speech batch jobs, in the shared Redis (``edge/batch_store.py``); ``None`` without one."""
     open_sessions: int = 0
     draining: bool = False
     """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/server.py``)."""
@@ -97,6 +100,12 @@ class EdgeServices:
             ),
             speech_cache=SpeechCache(store, settings.speech_cache),
             accounting=Accounting.open(settings.store_url, timeout_s=settings.redis_timeout_s),
+            batches=None
+            if settings.store_url is None
+            # An item's audio (megabytes) goes in one call: more time than a session's small reads.
+            else BatchStore(
+                redis_client(settings.store_url, max(timeout, 5.0)), ttl_s=settings.batches.result_ttl_s
+            ),
         )
 
     async def start(self) -> None:
@@ -115,3 +124,5 @@ class EdgeServices:
         await self.store.aclose()
         await self.voice_library.store.aclose()
         await self.accounting.aclose()
+        if self.batches is not None:
+            await self.batches.aclose()

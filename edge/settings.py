@@ -119,6 +119,39 @@ class SpeechCacheSettings:
     """An encoded result past this is not stored (about 40 s of WAV, 4 min of MP3)."""
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """Speech batches (``edge/speech_batches.py``): jobs in the shared store, worked by every edge."""
+
+    workers: int = 1
+    """Items this edge reads aloud at once (each region also caps its batch work: ``--max-batch``)."""
+    max_items: int = 1000
+    lease_s: float = field(default_factory=lambda: _env_float("VOICEMESH_BATCH_LEASE_S", 30.0))
+    """An item (or a webhook) a worker claimed is claimed again by any edge once this passes without
+    a heartbeat: what an edge killed mid-item costs."""
+    poll_s: float = 0.5
+    """How often an idle worker looks for work."""
+    retry_s: float = 2.0
+    """First wait before an item no region could take (all busy with live turns, or none left) is
+    tried again; doubled each time up to ``max_retry_s``."""
+    max_retry_s: float = 30.0
+    item_deadline_s: float = 3600.0
+    """An item not read aloud this long after the job was made fails (``no_region_available``)."""
+    result_ttl_s: int = 7 * 24 * 3600
+    """How long a job and its audio are kept."""
+    webhook_attempts: int = 8
+    """Deliveries tried (on a non-2xx answer or no answer) before the webhook is given up."""
+    webhook_timeout_s: float = 10.0
+
+
 @dataclass(frozen=True)
 class EdgeSettings:
     host: str = "127.0.0.1"
@@ -153,14 +186,7 @@ class EdgeSettings:
     models: dict[str, str] = field(default_factory=dict)
     """The profile's model names by kind (``llm``, ``stt``, ``tts``): ``GET /v1/models`` lists them."""
     speech_cache: SpeechCacheSettings = field(default_factory=SpeechCacheSettings)
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    batches: BatchSettings = field(default_factory=BatchSettings)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class CachedSpeech(msgspec.Struct, kw_only=True):
     """The encoded audio, whole, in the request's ``response_format``."""
     regions: list[str]
     """The regions that made it (the ``x-voicemesh-region`` of a hit is the first)."""
+    pcm_bytes: int = 0
+    """Its length as 24 kHz PCM16 (what a hit books as audio out)."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,11 @@ class SpeechCache:
         LOOKUPS.labels("hit" if found is not None else "miss").inc()
         return found
 
-    async def put(self, key: SpeechKey, audio: bytes, regions: list[str]) -> bool:
+    async def put(self, key: SpeechKey, audio: bytes, regions: list[str], *, pcm_bytes: int = 0) -> bool:
         """Store a complete, region-served result; ``False`` when disabled or over the size cap."""
         if not self.settings.enabled or not audio or len(audio) > self.settings.max_entry_bytes:
             return False
-        entry = msgspec.msgpack.encode(CachedSpeech(audio=audio, regions=regions))
+        entry = msgspec.msgpack.encode(CachedSpeech(audio=audio, regions=regions, pcm_bytes=pcm_bytes))
         await self._store.set(self._key(key), entry, expires_in=self.settings.ttl_s)
         STORED.inc()
         return True

@@ -65,7 +65,7 @@ Book = Callable[[TurnTrail, str], Awaitable[None]]
 class SpeechStream:
     def __init__(
         self, router: TurnRouter, fallback: FallbackSpeaker, routing: SessionRouting, start: TurnStart,
-        *, speak_on_no_region: bool = True, book: Book | None = None,
+        *, speak_on_no_region: bool = True, book: Book | None = None, all_or_nothing: bool = False,
     ) -> None:  # fmt: skip
         assert start.speak_text is not None
         self._fallback = fallback
@@ -73,6 +73,9 @@ class SpeechStream:
         self._text = start.speak_text
         self._events = router.run_turn(routing, start)
         self._speak_on_no_region = speak_on_no_region
+        self._all_or_nothing = all_or_nothing
+        """No region left, or a refusal, after some audio: raise too (a batch item is tried again
+        whole, later, or fails), rather than let the edge's voice finish it or keep half of it."""
         self._first: list[Piece] = []
         self.outcome = SpeechOutcome()
         self.trail = TurnTrail()
@@ -128,7 +131,7 @@ class SpeechStream:
                 out.audio_bytes += len(ev.pcm)
                 yield Piece(ev.pcm, out.regions[-1] if out.regions else "")
             elif isinstance(ev, ClientRefused):
-                if not out.audio_bytes:
+                if not out.audio_bytes or self._all_or_nothing:  # a batch item keeps no half result
                     raise ev.error()
                 log.warning("speech %s refused mid-stream: %s", self._start.turn_id, ev.message)
                 return
@@ -145,7 +148,7 @@ class SpeechStream:
         rest = unvoiced_rest(self._text, out.heard)
         if not rest:
             return  # every clause was delivered before the region died: nothing is missing
-        if not self._speak_on_no_region and not out.audio_bytes:
+        if not self._speak_on_no_region and (self._all_or_nothing or not out.audio_bytes):
             raise NoRegionAvailable(f"no region could serve this request ({ev.reason})")
         out.fallback, out.degraded_reason = "edge-voice", ev.reason
         async for _sentence, pcm in self._fallback.speak(rest):

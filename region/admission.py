@@ -6,6 +6,9 @@ turn arriving in a higher class moves the lower ones back: they are told their n
 queue's bound counts every class together (a flood of ``low`` turns still makes ``high`` ones hear
 "busy" once the queue is full: a queued turn is never evicted, it was promised a slot).
 
+Batch turns (``priority: "batch"``) neither queue nor take a slot: ``region.live_first`` runs them
+on what live turns leave idle, and every live turn here (queued or running) makes them give way.
+
 A queued turn is told its position and an estimated wait whenever its position changes; the
 estimate comes from a moving average of how long completed turns held their slot, in which each
 turn weighs ``TURN_WEIGHT`` however long ago the last one ran (an idle hour does not change how long
@@ -23,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from region.live_first import LiveFirst
 from wire.errors import RegionBusy
 from wire.rates import DecayingEwma
 from wire.turn import Priority
@@ -34,7 +38,7 @@ TURN_WEIGHT = 0.2
 """Weight of the latest completed turn in the turn-length average."""
 
 CLASSES: tuple[Priority, ...] = ("high", "normal", "low")
-"""Served in this order."""
+"""Served in this order (``batch`` is not queued: ``region.live_first``)."""
 
 
 @dataclass
@@ -52,8 +56,9 @@ class Slot:
 
 class Admission:
     def __init__(
-        self, max_concurrent: int, max_queue: int, *, region: str = "", initial_turn_s: float = 5.0
-    ) -> None:
+        self, max_concurrent: int, max_queue: int, *, region: str = "", initial_turn_s: float = 5.0,
+        max_batch: int = 1,
+    ) -> None:  # fmt: skip
         if max_concurrent < 1 or max_queue < 0:
             raise ValueError("max_concurrent must be >= 1 and max_queue >= 0")
         self.capacity = max_concurrent
@@ -66,6 +71,7 @@ class Admission:
         self._turn_s.update(initial_turn_s, now=0.0)
         self._completed = 0
         self._waiters: dict[Priority, deque[_Waiter]] = {c: deque() for c in CLASSES}
+        self.live_first = LiveFirst(max_batch, region=region)
 
     @property
     def turn_s(self) -> float:
@@ -98,7 +104,17 @@ class Admission:
     @asynccontextmanager
     async def slot(self, on_queued: OnQueued, priority: Priority = "normal") -> AsyncIterator[Slot]:
         """Hold a slot for the body; waits in the queue (in ``priority``'s line) when all are taken,
-        raises ``RegionBusy`` when the queue is full too."""
+        raises ``RegionBusy`` when the queue is full too. A ``batch`` turn: ``LiveFirst.batch_turn``."""
+        if priority == "batch":
+            async with self.live_first.batch_turn():
+                yield Slot(queued_s=0.0)
+            return
+        with self.live_first.live_turn():
+            async with self._live_slot(on_queued, priority) as slot:
+                yield slot
+
+    @asynccontextmanager
+    async def _live_slot(self, on_queued: OnQueued, priority: Priority) -> AsyncIterator[Slot]:
         t0 = time.perf_counter()
         queued = self.queued
         if self.active < self.capacity and not queued:

@@ -50,13 +50,28 @@ class RegionMetrics:
         Gauge("voicemesh_region_capacity", "Concurrent turn slots", registry=self.registry).set(
             admission.capacity
         )
+        gate = admission.live_first
+        batch = Gauge(
+            "voicemesh_region_batch_turns", "Speech batch items being read aloud", registry=self.registry
+        )
+        batch.set_function(lambda: gate.batch)
+        preempted = Gauge(
+            "voicemesh_region_batch_preemptions",
+            "Batch clauses stopped mid-synthesis by a live turn (said again after it), since start",
+            registry=self.registry,
+        )
+        preempted.set_function(lambda: gate.preemptions)
         ready = Gauge("voicemesh_region_info", "Region identity", ["region"], registry=self.registry)
         ready.labels(region=region).set(1)
 
-    def observe_turn(self, status: str, timings: dict[str, float]) -> None:
+    def observe_turn(self, status: str, timings: dict[str, float], *, batch: bool = False) -> None:
+        """A finished turn; a batch item's timings (paused for live turns) stay out of the stage
+        histograms, which describe what live callers wait for."""
         self.turns.labels(status=status).inc()
         if status == "cancelled":
             self.cancels.inc()
+        if batch:
+            return
         for key, value in timings.items():
             if hist := self.stages.get(key):
                 hist.observe(value)

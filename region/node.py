@@ -33,7 +33,7 @@ class RegionNode:
         self.stages = stages
         self.pipeline = StreamingPipeline(self.stages)
         a = settings.admission
-        self.admission = Admission(a.max_concurrent, a.max_queue, region=self.region)
+        self.admission = Admission(a.max_concurrent, a.max_queue, region=self.region, max_batch=a.max_batch)
         self.metrics = RegionMetrics(self.region, self.admission)
         self.failed: str | None = None
 
@@ -95,6 +95,7 @@ class RegionNode:
             "queue_limit": a.queue_limit,
             "load": round((a.active + a.queued) / a.capacity, 3),
             "estimated_turn_s": round(a.turn_s, 2),
+            "batch": {"running": a.live_first.batch, "max": a.live_first.max_batch},
             "models": {
                 "stt": self.stages.stt.ready,
                 "llm": self.stages.llm.ready,

@@ -27,7 +27,8 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
-from region.cancel import CancelToken
+from region.cancel import Cancelled, CancelToken
+from region.live_first import LiveFirst
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
@@ -62,6 +63,8 @@ class Turn:
     """The function calls of the answer, checked."""
     usage: TokenUsage | None = None
     """The LLM's token count, when it gave one (``TurnDone.usage``)."""
+    gives_way: LiveFirst | None = None
+    """A batch turn's: each clause waits for live turns, and one arriving stops it (said again)."""
 
     def call(self, call: ToolCall) -> None:
         """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
@@ -107,10 +110,12 @@ class Pipeline:
         turn.mark("stt_s", t)
         return text
 
-    async def speak(self, turn: Turn, index: int, text: str) -> ClauseAudio | None:
+    async def speak(
+        self, turn: Turn, index: int, text: str, *, cancel: CancelToken | None = None
+    ) -> ClauseAudio | None:
         t = time.perf_counter()
         audio = await self.stages.tts.synthesize(
-            text, turn.start.custom_voice or turn.start.voice, turn.cancel, speed=turn.start.speed
+            text, turn.start.custom_voice or turn.start.voice, cancel or turn.cancel, speed=turn.start.speed
         )
         if not len(audio):
             return None
@@ -160,10 +165,37 @@ class Pipeline:
         yield TextDelta(turn_id=start.turn_id, delta=turn.text)
         index = 0
         for clause in clauses:
-            if spoken := await self.speak(turn, index, clause):
+            spoken = await (
+                self.speak(turn, index, clause)
+                if turn.gives_way is None
+                else self._speak_in_gaps(turn, index, clause)
+            )
+            if spoken:
                 turn.mark("first_audio_s")
                 index += 1
                 yield spoken
+
+    async def _speak_in_gaps(self, turn: Turn, index: int, clause: str) -> ClauseAudio | None:
+        """A batch turn's clause, synthesised while no live turn runs or waits; one arriving stops
+        the synthesis (its own cancel token), and the clause is said again, whole, afterwards."""
+        gate = turn.gives_way
+        assert gate is not None
+        while True:
+            await gate.idle()
+            token = CancelToken()
+            try:
+                with gate.preempting(token):
+                    return await self.speak(turn, index, clause, cancel=token)
+            except Cancelled:
+                if not token.cancelled:
+                    raise  # not a live turn's doing: the session ends the turn as cancelled
+                continue  # a live turn came: wait it out
+            except BaseException:
+                # The turn itself was cancelled: stop the thread's synthesis too, and wait for it as
+                # the session waits for ``turn.cancel``'s (it does not know this token).
+                token.cancel()
+                await token.settled()
+                raise
 
     @staticmethod
     def answers(turn: Turn, user_text: str) -> bool:

@@ -135,7 +135,8 @@ class TurnSession:
         if start.audio_bytes > 0:
             self._awaiting_audio = start
         else:
-            self._launch(Turn(start))
+            gate = self.node.admission.live_first if start.priority == "batch" else None
+            self._launch(Turn(start, gives_way=gate))
 
     async def _on_audio(self, frame: bytes) -> None:
         start, self._awaiting_audio = self._awaiting_audio, None
@@ -183,7 +184,7 @@ class TurnSession:
         turn = running.turn
         turn.timings["cancel_s"] = round(time.perf_counter() - t, 4)
         turn.mark("total_s")
-        self.node.metrics.observe_turn("cancelled", turn.timings)
+        self.node.metrics.observe_turn("cancelled", turn.timings, batch=turn.gives_way is not None)
         if notify:
             await self.send(self._done(turn, "cancelled"))
 
@@ -228,7 +229,8 @@ class TurnSession:
                     status, error = "failed", f"internal_error: {exc!r}"
         except RegionBusy as exc:
             self._running = None
-            self.node.metrics.rejections.inc()
+            if turn.gives_way is None:  # a batch item refused for want of batch room is no overload
+                self.node.metrics.rejections.inc()
             await self.send(
                 TurnRejected(
                     turn_id=start.turn_id, region=region, message=exc.message, retry_after_s=exc.retry_after_s
@@ -236,7 +238,7 @@ class TurnSession:
             )
             return
         turn.mark("total_s")
-        self.node.metrics.observe_turn(status, turn.timings)
+        self.node.metrics.observe_turn(status, turn.timings, batch=turn.gives_way is not None)
         self._running = None  # before turn.done: the edge may send its next turn.start right after
         if refused is not None:
             await self._error(refused, start.turn_id)  # ends the turn, as a refused turn.start does

@@ -50,6 +50,9 @@ class AdmissionSettings:
     """Turns that run at once; more compete for the same cores and all get slower."""
     max_queue: int = 4
     """Turns that wait for a slot; beyond this the region answers ``busy`` at once."""
+    max_batch: int = 1
+    """Speech batch items read aloud at once, on what live turns leave idle (``region.live_first``);
+    0 refuses batch work."""
 
 
 @dataclass(frozen=True)

@@ -4,21 +4,23 @@
     node = standin_node(llm=ScriptedLlm("Hello there. How are you?"))
     out = await run_frames(node, [encode(TurnStart(turn_id="t", text="Hi"))], until=TurnDone)
 
-The stand-in models (``FixedTranscript``, ``ScriptedLlm``, ``ToneTts``) are for tests of what the
-region does *around* its models: the protocol, admission, clause order, cancelling. Tests of what a
-model hears or says use the real ones (``RegionNode.from_settings`` and a warm-up).
+The stand-in models (``FixedTranscript``, ``ScriptedLlm``, ``ToneTts``, ``ThreadedTts``) are for
+tests of what the region does *around* its models: the protocol, admission, clause order,
+cancelling. Tests of what a model hears or says use the real ones (``RegionNode.from_settings`` and
+a warm-up).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import numpy as np
 
-from region.cancel import CancelToken
+from region.cancel import Cancelled, CancelToken
 from region.node import RegionNode, Report
 from region.pipeline import Stages
 from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
@@ -99,12 +101,22 @@ class Hold:
         self.reached = asyncio.Event()
         self._released = asyncio.Event()
 
+    POLL_S = 0.005
+    """How often a wait with a ``CancelToken`` looks at it (a thread-safe flag, as onnxruntime's)."""
+
     def release(self) -> None:
         self._released.set()
 
-    async def wait(self) -> None:
+    async def wait(self, cancel: CancelToken | None = None) -> None:
+        """Until released; with ``cancel``, raises ``Cancelled`` soon after it is set, as a model
+        stopped mid-run does (onnxruntime polls its terminate flag between graph nodes)."""
         self.reached.set()
-        await self._released.wait()
+        if cancel is None:
+            await self._released.wait()
+            return
+        while not self._released.is_set():
+            cancel.raise_if_cancelled()
+            await asyncio.sleep(self.POLL_S)
 
 
 class FixedTranscript:
@@ -199,7 +211,8 @@ class ScriptedLlm:
 
 class ToneTts:
     """Stands in for Kokoro where the voice is not under test: a 50 ms tone per clause. With a
-    ``hold`` every clause waits for it first."""
+    ``hold`` every clause waits for it first (a clause that takes a while): cancelling the clause's
+    ``CancelToken`` ends that wait with ``Cancelled``, as it stops Kokoro's ONNX run mid-clause."""
 
     ready = True
     TONE_S = 0.05
@@ -217,6 +230,8 @@ class ToneTts:
         self.spoken: list[str] = []
         self.spoken_with: list[str | CustomVoice] = []
         """The voice of each clause: a name, or a turn's custom voice definition."""
+        self.asked: list[str] = []
+        """Every clause asked for, in order, also the ones cancelled mid-synthesis (not in ``spoken``)."""
         self.running = 0
 
     async def load(self) -> None:
@@ -233,16 +248,57 @@ class ToneTts:
     ) -> FloatAudio:
         self.resolve_voice(voice)
         self.spoken_with.append(voice)
+        self.asked.append(text)
         self.running += 1
         try:
-            if self.hold is not None:
-                await self.hold.wait()
+            await self.take_a_while(cancel)
             cancel.raise_if_cancelled()
         finally:
             self.running -= 1
         self.spoken.append(text)
         t = np.arange(int(REGION_OUT_RATE * self.TONE_S)) / REGION_OUT_RATE
         return (0.2 * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+
+    async def take_a_while(self, cancel: CancelToken) -> None:
+        """The clause's synthesis time: the ``hold``, if any."""
+        if self.hold is not None:
+            await self.hold.wait(cancel)
+
+
+class ThreadedTts(ToneTts):
+    """A ``ToneTts`` whose clauses are synthesised in a worker thread, as Kokoro's are: each waits
+    there until ``go`` is set, and a cancel reaches it only through the token's ONNX ``RunOptions``
+    (checked every ``POLL_S``, as onnxruntime checks its terminate flag between graph nodes). For
+    tests of what must not outlive a turn: ``in_thread`` counts the syntheses still in a thread.
+    Set ``go`` (or cancel the clause) before the test ends: a waiting thread holds up the loop's close."""
+
+    POLL_S = 0.005
+
+    def __init__(self, voices: Sequence[str] = ("tone", "hum"), default_voice: str = "tone") -> None:
+        super().__init__(voices, default_voice)
+        self.go = threading.Event()
+        self.entered = asyncio.Event()
+        """Set once a clause is in its thread."""
+        self.in_thread = 0
+        self._lock = threading.Lock()
+
+    async def take_a_while(self, cancel: CancelToken) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._run, cancel, lambda: loop.call_soon_threadsafe(self.entered.set))
+
+    def _run(self, cancel: CancelToken, entered: Callable[[], object]) -> None:
+        with cancel.onnx_run() as options:
+            with self._lock:
+                self.in_thread += 1
+            entered()
+            try:
+                while not self.go.wait(self.POLL_S):
+                    if options.terminate:
+                        raise Cancelled
+            finally:
+                # Still inside onnx_run: once the token has no run in flight, this count is down.
+                with self._lock:
+                    self.in_thread -= 1
 
 
 def standin_node(

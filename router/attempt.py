@@ -72,6 +72,7 @@ class RegionAttempt:
         pool: ConnectionPool,
         cancelled: dict[str, int],
         slack: float = 1.0,
+        hang_slack: float | None = None,
     ) -> None:
         self.region = region
         self.progress = progress
@@ -79,6 +80,7 @@ class RegionAttempt:
         self._pool = pool
         self._cancelled = cancelled
         self.slack = slack
+        self.hang_slack = hang_slack
         self.disposition = Disposition.DISCARD
         self.warm: bool | None = None
         """Whether the attempt ran on a pooled connection (no handshake on the turn's path)."""
@@ -109,7 +111,10 @@ class RegionAttempt:
         in_io = True
         try:
             loop = asyncio.get_running_loop()
-            deadline = AttemptDeadline(region, started=loop.time(), slack=self.slack)
+            batch = self.start.priority == "batch"
+            deadline = AttemptDeadline(
+                region, started=loop.time(), slack=self.slack, learns=not batch, hang_slack=self.hang_slack
+            )
             await conn.start(self.start, self.audio)
             while True:
                 in_io = True

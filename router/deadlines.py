@@ -36,9 +36,17 @@ class Stage(enum.Enum):
 class AttemptDeadline:
     """The deadline state machine of one region attempt."""
 
-    def __init__(self, region: RegionHealth, *, started: float, slack: float = 1.0) -> None:
+    def __init__(
+        self, region: RegionHealth, *, started: float, slack: float = 1.0, learns: bool = True,
+        hang_slack: float | None = None,
+    ) -> None:  # fmt: skip
         self.region = region
         self.slack = slack
+        self.hang_slack = slack if hang_slack is None else hang_slack
+        """``slack`` for the failed-probe cutoff (a batch item's silences are long by design, a
+        region failing its probes is not)."""
+        self.learns = learns
+        """Feed the region's latency measures: not a batch item's, which waits for live turns."""
         self.started = started
         self.stage = Stage.FIRST_BYTE
         self.last_event = started
@@ -49,14 +57,16 @@ class AttemptDeadline:
         """An event arrived at ``now``: advance the stage and feed the region's latency measures."""
         self.last_event = now
         if self.stage is Stage.FIRST_BYTE:
-            self.region.observe_first_byte(now - self.started)
+            if self.learns:
+                self.region.observe_first_byte(now - self.started)
             self.stage = Stage.TRANSCRIPT
         if isinstance(ev, ClauseAudio):
             if self.stage is not Stage.SPEAKING:
                 self.stage = Stage.SPEAKING
-                self.region.observe_ttfa(now - self.started)
-                metrics.TTFA.labels(self.region.id).observe(now - self.started)
-            else:
+                if self.learns:
+                    self.region.observe_ttfa(now - self.started)
+                    metrics.TTFA.labels(self.region.id).observe(now - self.started)
+            elif self.learns:
                 self.region.observe_clause_gap(now - self.last_audio, len(ev.clause.text))
             self.last_audio = now
         elif isinstance(ev, Transcript):
@@ -74,7 +84,7 @@ class AttemptDeadline:
 
     def due(self) -> float:
         """When to give up if nothing arrives: the deadline, or sooner once a probe has failed."""
-        cutoff = self.region.hang_cutoff(self.last_event, self.slack)
+        cutoff = self.region.hang_cutoff(self.last_event, self.hang_slack)
         return self.deadline if cutoff is None else min(self.deadline, cutoff)
 
     def expired(self, now: float) -> FirstByteTimeout:

@@ -38,6 +38,9 @@ from wire.turn import TextDelta, ToolCalls, TurnDone, TurnStart
 if TYPE_CHECKING:
     from router.core import Router
 
+BATCH_SLACK = 1000.0
+"""How much longer a batch item's deadlines are (see ``TurnFailover.run``)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -69,7 +72,9 @@ class TurnFailover:
             )
         if self.attempts >= r.settings.max_attempts:
             return "retry_limit"
-        if self.attempts and not r.budget.take():
+        # The retry budget is the live turns': a batch item's retries are bounded by max_attempts
+        # here and by the edge's batch worker backing off.
+        if self.attempts and self.start.priority != "batch" and not r.budget.take():
             return "retry_budget_exhausted"
         return ""
 
@@ -97,9 +102,15 @@ class TurnFailover:
             yield Routed(region=region.id, attempt=self.attempts)
             metrics.TURNS.labels(region.id).inc()
             slack = r.settings.last_resort_slack if len(ranked) == 1 else 1.0
+            hang_slack = None
+            if self.start.priority == "batch":
+                # A batch item pauses for every live turn on its region (region.live_first): a
+                # silence never moves it; a lost connection or failed probes do.
+                slack, hang_slack = BATCH_SLACK, r.settings.last_resort_slack
             attempt = RegionAttempt(
-                region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled, slack=slack
-            )
+                region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled,
+                slack=slack, hang_slack=hang_slack,
+            )  # fmt: skip
             t0 = time.perf_counter()
             refused: ProtocolError | None = None
             try:
@@ -133,7 +144,8 @@ class TurnFailover:
                 yield ClientRefused.of(refused)
                 return
             await r.breakers.record(region.id, None)
-            region.observe_success(time.perf_counter() - t0)
+            if self.start.priority != "batch":  # its length says nothing of the region's speed
+                region.observe_success(time.perf_counter() - t0)
             r.sticky.stick(self.session.session_id, region.id)
             if attempt.done is not None:
                 yield attempt.done

@@ -75,9 +75,11 @@ class RegionHealth:
         self.failures = DecayingCounter(settings.penalty_tau_s)
         self.report: HealthReport | None = None
         self.probe_ok: bool | None = None
+        """``None`` until the first probe answers or fails."""
         self.probe_timed_out = False
         """The last probe failed for want of an answer in time (see ``hang_cutoff``)."""
-        """``None`` until the first probe answers or fails."""
+        self.probe_timeouts = 0
+        """Consecutive probes that got no answer in time (``probe_timeouts_to_suspect``)."""
         self.probe_error = ""
         self.last_probe_at = 0.0
         self.prior_s = settings.prior_ttfa_s + distance_rtt_s(settings.location, record.location)
@@ -168,6 +170,10 @@ class RegionHealth:
         """A probe's answer (``None``: it failed; ``timed_out``: no answer in time, as opposed to a
         refused connection or a bad answer)."""
         self.last_probe_at = time.monotonic()
+        self.probe_timeouts = self.probe_timeouts + 1 if report is None and timed_out else 0
+        if 0 < self.probe_timeouts < self._settings.probe_timeouts_to_suspect and self.probe_ok is not False:
+            self.probe_error = error  # noted, not acted on: one late answer is a busy region's, usually
+            return
         self.probe_ok = report is not None
         self.probe_error = error
         self.probe_timed_out = report is None and timed_out

@@ -26,6 +26,10 @@ class RouterSettings:
     # Health
     probe_interval_s: float = 1.0
     probe_timeout_s: float = 1.0
+    probe_timeouts_to_suspect: int = 2
+    """Consecutive probes without an answer in time before a region is taken for hung (left by new
+    turns, its silent turns failed over after ``hang_confirm_s``): on a busy machine one probe may
+    come late from a healthy region. A refused connection or a bad answer counts at once."""
     latency_tau_s: float = 10.0
     """Time constant of the latency EWMAs: a sample ``tau`` old weighs ``1/e`` of a fresh one."""
     prior_ttfa_s: float = 2.0

@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.router",
     "tests.fixtures.infra",
     "tests.fixtures.drills",
+    "tests.fixtures.webhooks",
 ]
 
 HEAVY_FIXTURES = frozenset(

@@ -21,6 +21,7 @@ from typing import Any
 from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection, AsyncRealtimeConnectionManager
 from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingOverrides
+from websockets.exceptions import ConnectionClosed
 
 from wire.audio import CLIENT_RATE, FloatAudio, float_to_pcm16
 
@@ -130,9 +131,19 @@ def delta_seconds(delta_b64: str) -> float:
     return len(base64.b64decode(delta_b64)) / 2 / CLIENT_RATE
 
 
-async def send_audio(conn: AsyncRealtimeConnection, pcm: bytes) -> None:
-    """Append PCM16 ``pcm`` to the session's input buffer."""
-    await conn.send_raw(append_event(pcm))
+async def send_audio(conn: AsyncRealtimeConnection, pcm: bytes, *, resuming: bool = False) -> None:
+    """Append PCM16 ``pcm`` to the session's input buffer.
+
+    ``resuming`` (a connection made with ``resume``): a chunk sent in the moment between the edge's
+    close (a drain's 1012) and the SDK's reader noticing it is dropped, not raised. The SDK reconnects
+    from its reading side only, and queues what is sent once it has begun; a microphone that never
+    stops sending would otherwise end the session on a close the reader was about to resume from.
+    """
+    try:
+        await conn.send_raw(append_event(pcm))
+    except ConnectionClosed:
+        if not resuming:
+            raise
 
 
 async def tick(start: float, i: int, interval_s: float) -> None:

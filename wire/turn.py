@@ -54,8 +54,10 @@ from wire.voices import CustomVoice
 
 TURN_PATH = "/v1/turns"
 
-Priority = Literal["high", "normal", "low"]
-"""A turn's class in a region's queue (the same names as ``edge.key_policy.Priority``)."""
+Priority = Literal["high", "normal", "low", "batch"]
+"""A turn's class in a region's queue (the first three are ``edge.key_policy.Priority``'s names);
+``batch`` is a speech batch's item, run only on capacity live turns leave idle
+(``region.live_first``)."""
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,7 +119,8 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     """Ignored without ``tools``."""
     priority: Priority = "normal"
     """The caller's class in the region's admission queue: ``high`` waits before ``normal`` before
-    ``low`` (FIFO within a class). The edge sets it from the key (``edge/key_policy.py``)."""
+    ``low`` (FIFO within a class). The edge sets it from the key (``edge/key_policy.py``), or to
+    ``batch`` for a speech batch's item (``speak_text`` turns only)."""
     speak_text: str | None = None
     """Read this text aloud, nothing else (a speak-only turn: no STT, no LLM)."""
     speed: float = 1.0

@@ -21,10 +21,10 @@ from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingO
 
 from tests.edge.conftest import session_id
 from tests.fixtures.common import free_port
+from tests.fixtures.edge import serve_edge
 from tests.fixtures.region import RunningRegion
-from voicemesh.drills.deployment import voicemesh_bin
 from voicemesh.drills.faults import Balancer
-from voicemesh.processes import kill_tree, spawn, stop, wait_healthy_sync
+from voicemesh.processes import kill_tree, stop
 from voicemesh.realtime import client
 
 pytestmark = pytest.mark.slow
@@ -48,13 +48,8 @@ class EdgeProcess:
 def start_edge(tmp: Path, region: RunningRegion, region_keys: Path, store_url: str, name: str) -> EdgeProcess:
     port = free_port()
     log = tmp / f"{name}.log"
-    cmd = [
-        voicemesh_bin(), "edge", "serve", "--port", str(port), "--region", f"{region.id}={region.url}",
-        "--store-url", store_url, "--region-keys", str(region_keys),
-    ]  # fmt: skip
-    env = {**os.environ, "VOICEMESH_API_KEY": KEY, "VOICEMESH_DRAIN_S": "60"}
-    proc = spawn(cmd, log_path=log, env=env)
-    wait_healthy_sync(f"http://127.0.0.1:{port}/health", timeout_s=90, process=proc, log_path=log, what=name)
+    env = {"VOICEMESH_API_KEY": KEY, "VOICEMESH_DRAIN_S": "60"}
+    proc = serve_edge(port, [region], region_keys, store_url, log, env=env, what=name)
     return EdgeProcess(port, proc, log)
 
 

@@ -39,6 +39,7 @@ pytestmark = pytest.mark.slow
 JWT_SECRET = "jwt-secret-for-the-tenancy-live-test-0123456789"
 ADMIN = "admin-key-tenancy-live-0123"
 TURN_TIMEOUT_S = 180.0
+BOOKING_TIMEOUT_S = 30.0
 QUESTION = "Tell me a long story about a lighthouse keeper and his cat, in at least six sentences."
 NEAR, FAR = Location(0.1, 0.1), Location(40.7, -74.0)  # the edges' router sits at (0, 0)
 
@@ -104,6 +105,21 @@ async def admin_get(edge: RunningEdge, path: str) -> dict[str, Any]:
     return body
 
 
+async def booked(reader: RunningEdge, key_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The key's one audit record and its usage, read through ``reader``. The serving edge books a
+    turn in a task of its own as ``response.done`` goes out, so the books may be written just after
+    the client read it: wait for them (bounded; books that never land fail here)."""
+    async with asyncio.timeout(BOOKING_TIMEOUT_S):
+        while True:
+            turns = (await admin_get(reader, f"/v1/keys/{key_id}/audit?limit=5"))["turns"]
+            usage = (await admin_get(reader, f"/v1/keys/{key_id}/usage"))["usage"]
+            if turns and usage.get("turns"):
+                break
+            await asyncio.sleep(0.1)
+    assert len(turns) == 1, turns
+    return turns[0], usage
+
+
 def metric(text: str, name: str, **labels: str) -> float:
     want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))  # as prometheus_client writes them
     for line in text.splitlines():
@@ -149,7 +165,9 @@ async def test_an_eu_region_killed_mid_answer_never_sends_an_eu_keys_turn_to_the
     # The EU key, error: a clear error, a failed response, and no audio after the kill.
     _, _, seen = runs["live-eu-error"]
     done = seen[-1].response
-    (error,) = [e for e in seen if getattr(e, "type", "") == "error"]
+    errors = [e for e in seen if getattr(e, "type", "") == "error"]
+    assert len(errors) == 1, [getattr(e, "type", e) for e in seen]
+    error = errors[0]
     assert error.error.code == "no_region_in_residency"
     assert done.status == "failed" and done.status_details.error.code == "no_region_in_residency"
     assert "served_by" not in (done.metadata or {})
@@ -165,13 +183,13 @@ async def test_an_eu_region_killed_mid_answer_never_sends_an_eu_keys_turn_to_the
         edge, created, seen = runs[name]
         if edge is reader:
             reader = runs["live-anywhere"][0]
-        (turn,) = (await admin_get(reader, f"/v1/keys/jwt_{name}/audit?limit=5"))["turns"]
+        turn, usage = await booked(reader, f"jwt_{name}")
         assert turn["response_id"] == seen[-1].response.id and turn["session_id"] == session_id(created)
         assert turn["regions"] == regions, turn
-        (hop,) = turn["failovers"]
+        assert len(turn["failovers"]) == 1, turn
+        hop = turn["failovers"][0]
         assert hop["from"] == "tenancy-eu" and hop["to"] == to and hop["reason"] in CRASH_REASONS, turn
         assert (turn["outcome"], turn["reason"]) == (outcome, reason), turn
-        usage = (await admin_get(reader, f"/v1/keys/jwt_{name}/usage"))["usage"]
         assert usage["turns"] == 1 and usage["audio_out_s"] > 0 and usage["input_tokens"] > 0, usage
         # Region audio only, and the client got all of it; plus the edge's own voice when it spoke.
         if name == "live-eu-voice":

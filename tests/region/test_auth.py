@@ -29,6 +29,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from region.app import create_app
+from region.node import RegionNode
 from region.testing import standin_node
 from router.health import RegionHealth
 from router.prober import HealthProber
@@ -66,10 +67,12 @@ class _Server(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def serving(
-    keys: Path | None, *, tls: trustme.LeafCert | None = None, tmp: Path | None = None
-) -> AsyncIterator[str]:
-    """A stand-in region behind ``RegionGuard`` on a free loopback port; yields its base URL."""
-    node = standin_node()
+    keys: Path | None, *, tls: trustme.LeafCert | None = None, tmp: Path | None = None,
+    node: RegionNode | None = None,
+) -> AsyncIterator[str]:  # fmt: skip
+    """A stand-in region (``node``, default ``standin_node()``) behind ``RegionGuard`` on a free
+    loopback port; yields its base URL."""
+    node = node or standin_node()
     await node.warm_up()
     ssl: dict[str, str] = {}
     if tls is not None:

@@ -122,3 +122,21 @@ def test_timeout_message_names_the_stage_waited_for() -> None:
     d = AttemptDeadline(_region(), started=10.0)
     err = d.expired(11.5)
     assert err.message == "region r: silent for 1.50s (waiting for first byte)"
+
+
+def test_one_late_probe_of_a_healthy_region_is_noted_and_the_next_makes_it_suspect() -> None:
+    """A busy machine may answer one probe late: that alone neither leaves the region nor cuts its
+    turns' deadlines; ``probe_timeouts_to_suspect`` in a row do. An answer resets the count."""
+    r = _region()
+    r.observe_probe(HealthReport(), 0.001)
+    for _ in range(SETTINGS.probe_timeouts_to_suspect - 1):
+        r.observe_probe(None, 0.0, "ReadTimeout", timed_out=True)
+        assert r.probe_ok and r.reachable and not r.hang_suspected.is_set()
+        assert r.hang_cutoff(1.0) is None and r.probe_error == "ReadTimeout"
+    r.observe_probe(HealthReport(), 0.001)
+    r.observe_probe(None, 0.0, "ReadTimeout", timed_out=True)
+    assert r.probe_ok, "the count starts again after an answer"
+    for _ in range(SETTINGS.probe_timeouts_to_suspect - 1):
+        r.observe_probe(None, 0.0, "ReadTimeout", timed_out=True)
+    assert r.probe_ok is False and not r.reachable and r.hang_suspected.is_set()
+    assert r.hang_cutoff(1.0) == pytest.approx(1.0 + SETTINGS.hang_confirm_s)

@@ -25,6 +25,7 @@ def region_settings(
     llm_url: str | None = None,
     max_concurrent: int | None = None,
     max_queue: int | None = None,
+    max_batch: int | None = None,
     auth: AuthSettings | None = None,
 ) -> RegionSettings:
     """RegionSettings from a profile plus command-line overrides (also used by ``voicemesh up``)."""
@@ -35,6 +36,7 @@ def region_settings(
     admission = AdmissionSettings(
         max_concurrent=max_concurrent if max_concurrent is not None else defaults.max_concurrent,
         max_queue=max_queue if max_queue is not None else defaults.max_queue,
+        max_batch=max_batch if max_batch is not None else defaults.max_batch,
     )
     return RegionSettings(
         region_id=region_id, stt=p.stt, llm=replace(p.llm, url=llm_url), tts=p.tts, host=host, port=port,
@@ -54,6 +56,10 @@ def region_settings(
 @click.option("--max-concurrent", type=int, default=None, help="Turns that run at once (default 2).")
 @click.option("--max-queue", type=int, default=None, help="Turns that may wait for a slot (default 4).")
 @click.option(
+    "--max-batch", type=click.IntRange(min=0), default=None,
+    help="Speech batch items read at once, only while no live turn runs (default 1; 0: none).",
+)  # fmt: skip
+@click.option(
     "--keys", "keys_path", envvar="VOICEMESH_REGION_KEYS", default=None, type=click.Path(dir_okay=False),
     help="Region key set (JSON, 0600): edges must present a token signed with one of its keys.",
 )  # fmt: skip
@@ -70,7 +76,8 @@ def region_settings(
 )
 def serve(
     region_id: str, host: str, port: int, llm_url: str | None, llm_port: int, profile: str | None,
-    max_concurrent: int | None, max_queue: int | None, keys_path: str | None, tls_cert: str | None,
+    max_concurrent: int | None, max_queue: int | None, max_batch: int | None, keys_path: str | None,
+    tls_cert: str | None,
     tls_key: str | None, insecure_no_auth: bool,
 ) -> None:  # fmt: skip
     """Serve one region in the foreground until interrupted (with its own vLLM unless --llm-url)."""
@@ -87,7 +94,7 @@ def serve(
     try:
         settings = region_settings(
             region_id, profile=profile, host=host, port=port, llm_url=llm_url,
-            max_concurrent=max_concurrent, max_queue=max_queue, auth=auth,
+            max_concurrent=max_concurrent, max_queue=max_queue, max_batch=max_batch, auth=auth,
         )  # fmt: skip
     except ValueError as exc:
         fail(str(exc))

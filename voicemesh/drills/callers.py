@@ -251,20 +251,20 @@ class Caller:
         chunks = pcm_chunks(utt.pcm, CHUNK_MS)
         for i, chunk in enumerate(chunks):
             await tick(start, i, CHUNK_S)
-            await send_audio(conn, chunk)
+            await send_audio(conn, chunk, resuming=self._resume is not None)
         rec.speech_end = self.state.clock.now()
         deadline = time.monotonic() + self.settings.turn_timeout_s
         i = len(chunks)
         while not self._turn_done.is_set() and time.monotonic() < deadline and not reader.done():
             await tick(start, i, CHUNK_S)
             i += 1
-            await send_audio(conn, _SILENCE)
+            await send_audio(conn, _SILENCE, resuming=self._resume is not None)
 
     async def _silence(self, conn: AsyncRealtimeConnection, seconds: float) -> None:
         start = time.monotonic()
         for i in range(int(seconds / CHUNK_S)):
             await tick(start, i, CHUNK_S)
-            await send_audio(conn, _SILENCE)
+            await send_audio(conn, _SILENCE, resuming=self._resume is not None)
 
     async def _events(self, conn: AsyncRealtimeConnection) -> AsyncIterator[dict[str, Any]]:
         if self._resume is None:
