@@ -28,7 +28,7 @@ from edge.audio_encoding import SPEECH_FORMATS
 from edge.auth import ADMIN, Principal
 from edge.batch_store import BatchStore
 from edge.services import EdgeServices
-from edge.speech_batches import job_view, make_job, parse_body
+from edge.speech_batches import job_view, make_job, parse_body, view_of
 from wire.errors import ProtocolError
 
 MAX_BODY_BYTES = 8 * 2**20
@@ -69,15 +69,10 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         return services, services.batches, principal
 
     async def owned(store: BatchStore, principal: Principal, job_id: FromPath[str]) -> dict[str, Any]:
-        view = await job_view(store, job_id)
-        found = await store.record(job_id) if view is not None else None
-        if (
-            view is None
-            or found is None
-            or (found[0].key_id != principal.key_id and ADMIN not in principal.scopes)
-        ):
+        found = await store.record(job_id)
+        if found is None or (found[0].key_id != principal.key_id and ADMIN not in principal.scopes):
             raise BatchNotFound(f"no speech batch {job_id!r} for this key")
-        return view
+        return await view_of(store, *found)
 
     @post("/v1/speech/batches", status_code=201, request_max_body_size=MAX_BODY_BYTES)
     async def create_batch(request: Request[Any, Any, Any]) -> dict[str, Any]:

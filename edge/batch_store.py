@@ -256,8 +256,8 @@ class BatchStore:
         return outcome
 
     async def cancel(self, job_id: str) -> int:
-        """Every item not yet final is cancelled (a running one ends as soon as its worker looks);
-        returns how many."""
+        """Every item not yet final is cancelled (a running one is read to its end, its result
+        dropped); returns how many."""
         states = await self.states(job_id)
         n = 0
         for index, state in states.items():

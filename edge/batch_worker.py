@@ -32,7 +32,7 @@ from edge.batch_store import BatchStore, Claim, ItemResult, ItemSpec, JobRecord
 from edge.events import new_id
 from edge.services import EdgeServices
 from edge.settings import BatchSettings
-from edge.speech_batches import job_view
+from edge.speech_batches import view_of
 from edge.speech_stream import SpeechStream
 from edge.webhooks import WebhookFailed, deliver
 from router.api import SessionRouting
@@ -195,11 +195,11 @@ class BatchWorker:
 
     async def _webhook(self, claim: Claim) -> None:
         found = await self.store.record(claim.job_id)
-        view = await job_view(self.store, claim.job_id)
-        if found is None or view is None:
+        if found is None:  # expired meanwhile
             await self.store.done_with(claim)
             return
         job, _ = found
+        view = await view_of(self.store, *found)
         event_id = f"evt_{claim.job_id.removeprefix('batch_')}"  # the same on every retry
         event = {
             "id": event_id, "object": "event", "type": f"speech.batch.{view['status']}",

@@ -130,12 +130,15 @@ def _status(fields: dict[str, str], states: dict[int, str]) -> str:
     return "in_progress" if any(s != "queued" for s in states.values()) else "queued"
 
 
-async def job_view(store: BatchStore, job_id: str, *, base_url: str = "") -> dict[str, Any] | None:
+async def job_view(store: BatchStore, job_id: str) -> dict[str, Any] | None:
     """The job as ``GET /v1/speech/batches/{id}`` shows it; ``None`` when there is no such job."""
     found = await store.record(job_id)
-    if found is None:
-        return None
-    job, fields = found
+    return None if found is None else await view_of(store, *found)
+
+
+async def view_of(store: BatchStore, job: JobRecord, fields: dict[str, str]) -> dict[str, Any]:
+    """``job_view`` of a job record already read (``BatchStore.record``)."""
+    job_id = job.id
     states = await store.states(job_id)
     results = await store.results(job_id)
     items = []
@@ -147,7 +150,7 @@ async def job_view(store: BatchStore, job_id: str, *, base_url: str = "") -> dic
                         attempts=result.attempts,
                         error=result.error)  # fmt: skip
             if state == "completed":
-                item["url"] = f"{base_url}/v1/speech/batches/{job_id}/items/{n}/content"
+                item["url"] = f"/v1/speech/batches/{job_id}/items/{n}/content"
         items.append(item)
     running = sum(1 for s in states.values() if s == "running")
     view: dict[str, Any] = {
@@ -171,4 +174,4 @@ async def job_view(store: BatchStore, job_id: str, *, base_url: str = "") -> dic
     return view
 
 
-__all__ = ["BatchParams", "job_view", "make_job", "parse_body"]
+__all__ = ["BatchParams", "job_view", "make_job", "parse_body", "view_of"]

@@ -243,6 +243,7 @@ async def test_a_repeated_request_is_served_from_the_cache_without_a_router_turn
     hits = await edge.metric("voicemesh_edge_speech_cache_lookups_total", result="hit")
     misses = await edge.metric("voicemesh_edge_speech_cache_lookups_total", result="miss")
     first_headers, first = await speak(edge, response_format="wav")
+    once = (await edge.services.accounting.usage.totals(key_id(KEY)))["audio_out_s"]
     again_headers, again = await speak(edge, response_format="wav")
     assert first_headers["x-voicemesh-cache"] == "miss" and again_headers["x-voicemesh-cache"] == "hit"
     assert again == first and len(edge.router.turns) == 1  # no second turn: nothing synthesised
@@ -253,6 +254,15 @@ async def test_a_repeated_request_is_served_from_the_cache_without_a_router_turn
         assert resp.headers["x-voicemesh-cache"] == "hit"
         body = b"".join([c async for c in resp.iter_bytes()])
     assert b'"cache": "hit"' in body and len(edge.router.turns) == 1
+    # Every hit is booked: no region, the audio it returned (the miss's region audio, again).
+    records = await edge.services.accounting.audit.recent(key_id(KEY), 10)
+    assert sorted((r.cache_hit, tuple(r.regions)) for r in records) == [
+        (False, ("r1",)),
+        (True, ()),
+        (True, ()),
+    ]
+    usage = await edge.services.accounting.usage.totals(key_id(KEY))
+    assert once > 0 and usage["turns"] == 3 and usage["audio_out_s"] == pytest.approx(3 * once)
     # Anything that changes the sound is another entry: the speed, the format, the voice.
     for params in ({"speed": 1.25}, {"response_format": "pcm"}, {"voice": "ash"}):
         headers, _ = await speak(edge, response_format=params.pop("response_format", "wav"), **params)
