@@ -79,7 +79,16 @@ async def test_barge_in_then_second_turn(edge: RunningEdge, question_pcm: Callab
         lk.session.truncate(message_id=first["message_id"], modalities=["audio"], audio_end_ms=played_ms)
         await lk.wait_for_event("conversation.item.truncated")
         await lk.speak(question_pcm(SECOND_QUESTION))
-        second = await _generation_done(lk, 2)
+        # The second answer, spoken: its words and audio arrive. It is not waited out: under the
+        # plugin's max_output_tokens "inf" SmolLM2 may talk for minutes of Kokoro time.
+        await lk.events.wait_for(
+            lambda _: (
+                len(lk.generations) >= 2
+                and bool(lk.generations[1]["text"])
+                and bool(lk.generations[1]["audio"])
+            )
+        )
+        second = lk.generations[1]
         _no_errors(lk)
         assert lk.server_events("response.done")[0]["response"]["status"] == "cancelled"
         assert second["text"] and second["audio"], second
