@@ -91,6 +91,14 @@ redis.call('HSETNX', KEYS[2], 'started_at', ARGV[2])
 return 1
 """
 
+# KEYS: state. ARGV: n. A running item is queued again (a retry, a hand-over); a final one stays.
+_REQUEUE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'running' then
+  redis.call('HSET', KEYS[1], ARGV[1], 'queued')
+end
+return 1
+"""
+
 # KEYS: job, state, items, audio, queue. ARGV: n, member, outcome, result, audio, ttl_s, now_ms,
 # job_id. -1: already final (nothing changed); 1: this finished the job (its webhook is queued);
 # 0: otherwise.
@@ -133,6 +141,7 @@ class BatchStore:
         self._claim = client.register_script(_CLAIM)
         self._start = client.register_script(_START)
         self._finish = client.register_script(_FINISH)
+        self._requeue = client.register_script(_REQUEUE)
         self._enc = msgspec.json.Encoder()
 
     @property
@@ -224,9 +233,8 @@ class BatchStore:
             await self._start_over(claim)
 
     async def _start_over(self, claim: Claim) -> None:
-        state = self._job(claim.job_id) + ":state"
-        if (await self._r.hget(state, str(claim.index))) == b"running":
-            await self._r.hset(state, str(claim.index), "queued")
+        # One script: a cancel landing between a read and a write must not be turned back into queued.
+        await self._requeue(keys=[self._job(claim.job_id) + ":state"], args=[str(claim.index)])
 
     async def start(self, claim: Claim) -> bool:
         """The item is running; ``False`` when it is already final (then it left the queue)."""
