@@ -4,6 +4,10 @@ usage (``edge/usage.py``), in memory for one edge or in the shared Redis (``Edge
 Booking is best effort and bounded: it never fails or stalls the session that finished the turn,
 and runs to its end even when that session closes meanwhile (a client typically hangs up right
 after the last ``response.done``): ``book`` runs in a task of its own, awaited by the caller.
+
+A booking Redis could not take (down, or just slow past its bound on a busy machine) is held on this
+edge, and a task of its own keeps offering what is held to Redis (waits doubling from
+``SHARE_RETRY_S`` to ``SHARE_RETRY_MAX_S``) until it is in: other edges then read it too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ AUDIT_CAP = 1000
 """Audit records kept per key (the newest)."""
 AUDIT_TTL_S = 7 * 24 * 3600
 """A key's audit list expires this long after its last turn."""
+SHARE_RETRY_S = 0.5
+SHARE_RETRY_MAX_S = 30.0
 
 
 @dataclass
@@ -29,6 +35,7 @@ class Accounting:
     usage: UsageTotals = field(default_factory=MemoryUsageTotals)
     redis: BoundedRedis | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+    _sharer: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, url: str | None, *, timeout_s: float = 0.5, audit_cap: int = AUDIT_CAP) -> Accounting:
@@ -56,10 +63,30 @@ class Accounting:
             await self.usage.add(record.key_id, delta)
         except Exception:  # a bookkeeping bug must not cost the session its turn
             log.exception("turn %s of key %s: booking failed", record.turn_id, record.key_id)
+        if self.redis is not None and (self._sharer is None or self._sharer.done()):
+            # Free when nothing is held (no Redis call); else it retries until Redis takes it.
+            self._sharer = asyncio.create_task(self._share_held(), name="books-share-held")
+
+    async def _share_held(self) -> None:
+        """Offer what is held here to Redis until it is in (or this edge closes)."""
+        wait = SHARE_RETRY_S
+        while True:
+            audit_in = await self.audit.share_held()
+            usage_in = await self.usage.share_held()
+            if audit_in and usage_in:
+                return
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, SHARE_RETRY_MAX_S)
 
     async def aclose(self) -> None:
         if self._pending:
             await asyncio.wait(self._pending, timeout=5.0)  # bounded: each Redis call is
+        if self._sharer is not None:
+            self._sharer.cancel()
+            await asyncio.gather(self._sharer, return_exceptions=True)
+            # One last offer (bounded): what Redis still refuses ends with this edge, said here.
+            if not (await self.audit.share_held() and await self.usage.share_held()):
+                log.warning("redis unreachable at close: books held on this edge were not shared")
         if self.redis is not None:
             await self.redis.aclose()
 

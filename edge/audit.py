@@ -8,8 +8,9 @@ code), and the outcome: ``completed``, ``degraded`` (the edge's own voice), ``fa
 
 Two backends behind ``AuditLog``: ``MemoryAuditLog`` (one edge) and ``RedisAuditLog`` (every edge:
 a list per key, ``LPUSH`` + ``LTRIM`` to ``cap`` records, expiring ``ttl_s`` after the key's last
-turn). Redis is never on a turn's path for long: calls are bounded, and while Redis fails records go
-to (and are read from) this edge's memory, so an outage loses no record this edge wrote.
+turn). Redis is never on a turn's path for long: calls are bounded, and while Redis fails records are
+held in (and read from) this edge's memory, so an outage loses no record this edge wrote; once Redis
+answers again ``share_held`` pushes them, and every edge reads them (``edge/accounting.py`` retries).
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class AuditLog(Protocol):
         """The key's latest ``limit`` records, newest first."""
         ...
 
+    async def share_held(self) -> bool:
+        """Push records held on this edge while the shared store failed; True once none is held."""
+        ...
+
 
 class MemoryAuditLog:
     """This edge only: the last ``cap`` records per key."""
@@ -135,6 +140,15 @@ class MemoryAuditLog:
 
     async def recent(self, key_id: str, limit: int) -> list[AuditRecord]:
         return list(self._by_key.get(key_id, ()))[:limit]
+
+    async def share_held(self) -> bool:
+        return True  # nothing is shared: this edge's memory is the whole trail
+
+    def take_all(self) -> list[AuditRecord]:
+        """Every record, oldest first, removed from here."""
+        records = sorted((r for kept in self._by_key.values() for r in kept), key=lambda r: r.at)
+        self._by_key.clear()
+        return records
 
 
 class BoundedRedis:
@@ -156,10 +170,12 @@ class BoundedRedis:
                 result = await op()
         except (RedisError, OSError, TimeoutError) as exc:
             if not self.last_error:
-                log.warning("redis %s unreachable (%s): per-key records stay on this edge",
+                log.warning("redis %s unreachable (%s): per-key records held on this edge until it answers",
                             redact_url(self.url), type(exc).__name__)  # fmt: skip
             self.last_error = type(exc).__name__
             return False, None
+        if self.last_error:
+            log.info("redis %s answers again", redact_url(self.url))
         self.last_error = ""
         return True, result
 
@@ -178,31 +194,45 @@ class RedisAuditLog:
         self._redis = redis
         self._cap = cap
         self._ttl_s = ttl_s
-        self._fallback = MemoryAuditLog(cap)
+        self._held = MemoryAuditLog(cap)
+        """Records written while Redis failed, until ``share_held`` pushes them."""
 
     @staticmethod
     def _key(key_id: str) -> str:
         return f"voicemesh-audit:{key_id}"
 
     async def append(self, record: AuditRecord) -> None:
-        key = self._key(record.key_id)
+        if not await self._push([record]):
+            await self._held.append(record)
+
+    async def share_held(self) -> bool:
+        held = self._held.take_all()
+        if held and not await self._push(held):
+            for record in held:  # oldest first, so the newest stays first
+                await self._held.append(record)
+            return False
+        return True
+
+    async def _push(self, records: list[AuditRecord]) -> bool:
+        """Push ``records`` (oldest first) in one transaction: each list stays at most ``cap`` long."""
 
         async def push() -> object:
-            pipe = self._redis.client.pipeline(transaction=True)  # the list is never longer than cap
-            pipe.lpush(key, _encoder.encode(record))
-            pipe.ltrim(key, 0, self._cap - 1)
-            pipe.expire(key, self._ttl_s)
+            pipe = self._redis.client.pipeline(transaction=True)
+            for record in records:
+                key = self._key(record.key_id)
+                pipe.lpush(key, _encoder.encode(record))
+                pipe.ltrim(key, 0, self._cap - 1)
+                pipe.expire(key, self._ttl_s)
             return await pipe.execute()
 
         ok, _ = await self._redis.call(push)
-        if not ok:
-            await self._fallback.append(record)
+        return ok
 
     async def recent(self, key_id: str, limit: int) -> list[AuditRecord]:
         ok, raw = await self._redis.call(lambda: self._redis.client.lrange(self._key(key_id), 0, limit - 1))
         shared = [_decoder.decode(r) for r in raw or ()] if ok else []
-        # Written here while Redis was out: newest first among the shared ones.
-        local = await self._fallback.recent(key_id, limit)
+        # Written here while Redis was out, not shared yet: newest first among the shared ones.
+        local = await self._held.recent(key_id, limit)
         return sorted([*shared, *local], key=lambda r: r.at, reverse=True)[:limit]
 
 

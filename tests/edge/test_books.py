@@ -12,6 +12,7 @@ from edge.accounting import Accounting
 from edge.audit import AuditRecord, Hop, MemoryAuditLog, now
 from edge.usage import UsageDelta
 from tests.fixtures.common import free_port
+from tests.fixtures.router import KillableRedis
 
 
 def record(key_id: str, turn_id: str, **fields: object) -> AuditRecord:
@@ -90,3 +91,29 @@ async def test_a_booking_goes_on_when_the_session_that_asked_for_it_closes(redis
         assert (await books.usage.totals("key_hangup"))["turns"] == 1.0
     finally:
         await books.aclose()
+
+
+async def test_books_held_while_redis_was_down_reach_every_edge_once_it_is_back(
+    killable_redis: KillableRedis,
+) -> None:
+    """A booking Redis could not take (a crash here; on a busy machine, a call past its bound) is held
+    on the edge that wrote it, then pushed once Redis answers: another edge reads it, and the writing
+    edge counts it once, not twice."""
+    writer = Accounting.open(killable_redis.url, timeout_s=0.2)
+    reader = Accounting.open(killable_redis.url, timeout_s=0.2)
+    try:
+        killable_redis.kill()
+        await writer.book(record("key_back", "t1"), UsageDelta.of(audio_in_bytes=32_000, audio_out_bytes=0))
+        assert [r.turn_id for r in await writer.audit.recent("key_back", 10)] == ["t1"]  # held here
+        assert await reader.audit.recent("key_back", 10) == []
+        killable_redis.start()
+        async with asyncio.timeout(60):
+            while not await reader.audit.recent("key_back", 10):  # noqa: ASYNC110 - another edge: no event
+                await asyncio.sleep(0.1)
+        for books in (reader, writer):
+            assert [r.turn_id for r in await books.audit.recent("key_back", 10)] == ["t1"]
+            usage = await books.usage.totals("key_back")
+            assert (usage["turns"], usage["audio_in_s"]) == (1.0, 1.0)
+    finally:
+        await writer.aclose()
+        await reader.aclose()
