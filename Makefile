@@ -10,7 +10,8 @@ BIN    := $(VENV)/bin
 APT_PACKAGES := espeak-ng sox redis-server chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean
+.PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean \
+        bench-setup bench-e2e
 
 setup: system-packages python-env models
 
@@ -35,6 +36,17 @@ $(VENV)/.installed: pyproject.toml
 
 models: python-env
 	@$(BIN)/voicemesh models fetch
+
+# `voicemesh bench e2e` compares voicemesh with a stock Pipecat pipeline: its extra adds Pipecat's
+# Whisper, Kokoro and OpenAI services (no torch). BENCH_ARGS, e.g. "--callers 1 --passes 2".
+bench-setup: python-env
+	@echo "› installing the bench extra (stock Pipecat with Whisper, Kokoro, OpenAI)"
+	@$(BIN)/pip install --quiet -e '.[dev,bench]' 2>&1 | grep -v "^WARNING: Location" || true
+	@$(BIN)/python -c "import pipecat.services.whisper.stt, pipecat.services.kokoro.tts" \
+	  || { echo "error: the bench extra did not install; see pip's output above"; exit 1; }
+
+bench-e2e: setup bench-setup
+	$(BIN)/voicemesh bench e2e $(BENCH_ARGS)
 
 up: setup
 	$(BIN)/voicemesh up

@@ -31,7 +31,8 @@ Vendor additions stay within what the stock ``openai`` client accepts:
 
 * ``response.metadata``: the client's own ``response.create`` metadata, plus ``voicemesh_region``
   (who served), ``voicemesh_degraded="true"`` and ``served_by="edge"`` (Piper answered),
-  ``voicemesh_degraded_reason``, ``voicemesh_failed_over_from``.
+  ``voicemesh_degraded_reason``, ``voicemesh_failed_over_from``, and in ``response.done``
+  ``voicemesh_stages`` (compact JSON: milliseconds per stage, ``edge/stages.py``).
 * ``voicemesh.turn.queued`` events (``response_id``, ``position``, ``estimated_wait_s``) while the
   region queues the turn; the SDK yields unknown event types as they are.
 * ``session.created``/``session.updated`` carry the session ``id``.

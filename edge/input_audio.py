@@ -11,12 +11,50 @@ from __future__ import annotations
 import numpy as np
 
 from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
-from edge.protocols import CHUNK, SpeechProbability
+from edge.protocols import CHUNK, F32, SpeechProbability
 from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
 from wire.audio import STT_RATE, float_to_pcm16
 from wire.errors import BadAudio
 
 MS = STT_RATE // 1000
+
+
+class _Samples:
+    """Float samples appended at the end and dropped from the front, in one array with room to
+    spare: an append copies only itself (a concatenation copied the whole buffer, seconds of
+    speech, on every 40 ms append). ``view`` is valid until the next ``extend``: nothing that
+    outlives a call may keep it (take copies out)."""
+
+    def __init__(self) -> None:
+        self._data = np.zeros(0, dtype=np.float32)  # (an idle session holds no audio)
+        self._lo = 0
+        self._hi = 0
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @property
+    def view(self) -> F32:
+        return self._data[self._lo : self._hi]
+
+    def extend(self, samples: F32) -> None:
+        n = len(samples)
+        if self._hi + n > len(self._data):
+            live = self._hi - self._lo
+            size = 2 * (live + n)
+            if not size <= len(self._data) <= 4 * size:  # outgrown, or long speech since trimmed
+                data = np.empty(size, dtype=np.float32)
+                data[:live] = self._data[self._lo : self._hi]
+                self._data = data
+            else:  # room enough once what was dropped is reclaimed (numpy copies overlaps safely)
+                self._data[:live] = self._data[self._lo : self._hi]
+            self._lo, self._hi = 0, live
+        self._data[self._hi : self._hi + n] = samples
+        self._hi += n
+
+    def drop(self, n: int) -> None:
+        """Drop the first ``n`` samples."""
+        self._lo = min(self._hi, self._lo + n)
 
 
 class InputAudio:
@@ -31,7 +69,7 @@ class InputAudio:
         self._vad = vad
         self.detector = detector
         self._decoder = InputDecoder(audio_format, STT_RATE)
-        self._buf = np.zeros(0, dtype=np.float32)
+        self._buf = _Samples()
         self._buf_start = 0
         """Absolute sample index of ``_buf[0]``."""
         self._vad_pos = 0
@@ -55,7 +93,7 @@ class InputAudio:
 
     def _flush_decoder(self, fmt: AudioFormat) -> None:
         """Buffer what the resampler holds; go on in ``fmt`` with a new one."""
-        self._buf = np.concatenate([self._buf, self._decoder.flush()])
+        self._buf.extend(self._decoder.flush())
         self._decoder = InputDecoder(fmt, STT_RATE)
 
     async def append(self, data: bytes) -> list[SpeechStarted | SpeechStopped]:
@@ -66,13 +104,13 @@ class InputAudio:
                 f"input audio buffer is full ({self._max_samples // STT_RATE} s): commit or clear it",
                 code="input_audio_buffer_full",
             )
-        self._buf = np.concatenate([self._buf, self._decoder.decode(data)])
+        self._buf.extend(self._decoder.decode(data))
         if self.detector is None:
             return []
         events: list[SpeechStarted | SpeechStopped] = []
         while self._vad_pos + CHUNK <= self._buf_start + len(self._buf):
             i = self._vad_pos - self._buf_start
-            prob = await self._vad.probability(self._buf[i : i + CHUNK])
+            prob = await self._vad.probability(self._buf.view[i : i + CHUNK])
             ev = self.detector.feed(prob, self._vad_pos // MS)
             self._vad_pos += CHUNK
             if ev is not None:
@@ -86,7 +124,7 @@ class InputAudio:
     def _trim(self, keep_from: int) -> None:
         drop = keep_from - self._buf_start
         if drop > 0:
-            self._buf = self._buf[drop:]
+            self._buf.drop(drop)
             self._buf_start = keep_from
 
     def take(self, start_ms: int | None = None, end_ms: int | None = None) -> bytes:
@@ -96,7 +134,7 @@ class InputAudio:
             self._flush_decoder(self._decoder.format)
         start = max(0, (start_ms or 0) * MS - self._buf_start)
         end = len(self._buf) if end_ms is None else max(start, end_ms * MS - self._buf_start)
-        pcm = float_to_pcm16(self._buf[start:end])
+        pcm = float_to_pcm16(self._buf.view[start:end])
         self._trim(self._buf_start + end)
         return pcm
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
 from collections.abc import Awaitable, Callable
 
 from edge.audio_formats import FORMATS, PCM
@@ -44,6 +45,9 @@ class InputTurns:
         self._on_turn_end = on_turn_end
         self._speech_item: str | None = None
         self._speech_start_ms = 0
+        self.stopped_at: float | None = None
+        """When server VAD last called the end of speech (perf_counter): a response's stages start
+        there (``edge/stages.py``)."""
 
     def configure(self, detection: TurnDetection | None, audio_format: str | None = None) -> None:
         """The session's settings changed: its turn detection (``None``: turns are committed by the
@@ -63,6 +67,10 @@ class InputTurns:
             data = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise BadAudio(f"audio is not valid base64: {exc}") from exc
+        await self.append_audio(data)
+
+    async def append_audio(self, data: bytes) -> None:
+        """The same, its base64 already decoded (``edge.events.read_append``: the fast path)."""
         for ev in await self.audio.append(data):
             if isinstance(ev, SpeechStarted):
                 await self._speech_started(ev)
@@ -96,6 +104,7 @@ class InputTurns:
         self._on_speech_started()
 
     async def _speech_stopped(self, ev: SpeechStopped) -> None:
+        self.stopped_at = time.perf_counter()
         item_id = self._speech_item or new_id("item")
         self._speech_item = None
         await self._send(

@@ -38,6 +38,14 @@ RELAY_SECONDS = Histogram(
     "The edge's own time per relayed audio chunk: router yield (or the player getting free) to the socket",
     buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
 )
+STAGE_SECONDS = Histogram(
+    "voicemesh_edge_stage_seconds",
+    "Each stage of a live response up to its first audio, as the edge times it (edge/stages.py: "
+    "eos, commit, route, connect, queue, region, degrade, relay, fallback; first_audio: end of speech "
+    "to the first audio delta sent)",
+    ["stage"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2, 3, 5, 8, 13, 20),
+)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 

@@ -108,7 +108,9 @@ class RouterRelay:
     async def _relay(self, ev: RoutedEvent, received: float) -> bool:
         """Handle one event; ``False`` when the turn is over."""
         metadata = self.frames.metadata
+        stages = self.frames.stages
         if isinstance(ev, ClauseAudio):
+            stages.region_output(received)
             self.voiced = True
             await self._say(self.held.voiced(ev.clause.text))
             self.player.put(Clause(ev.clause.text, ev.pcm, received))
@@ -116,6 +118,7 @@ class RouterRelay:
             if self.frames.output_audio:
                 self.held.add(ev.delta)
             else:  # shown as it comes: the router counts it as heard
+                stages.region_output(received)
                 self.voiced = True
                 self.text.append(ev.delta)
                 await self.frames.text_delta(ev.delta)
@@ -124,9 +127,11 @@ class RouterRelay:
         elif isinstance(ev, ToolCalls):
             await self._called(ev)
         elif isinstance(ev, Routed):
+            stages.routed(received)
             metadata["voicemesh_region"] = ev.region  # the registry's name for it
             await self.frames.vendor(VENDOR_ROUTED, region=ev.region, attempt=ev.attempt)
         elif isinstance(ev, TurnAdmitted):
+            stages.admitted(received, ev.queued_s)
             metadata.setdefault("voicemesh_region", ev.region)
         elif isinstance(ev, FailedOver):
             self.held.take()  # the failed region's unheard text: the next one continues after the heard
@@ -148,6 +153,7 @@ class RouterRelay:
         elif isinstance(ev, TurnDone):
             metadata.setdefault("voicemesh_region", ev.region)
             self.usage = ev.usage
+            stages.region_done(ev.timings)
             if ev.status == "failed":  # the router fails over on these; should one slip through
                 await self._degrade(Degraded(reason=ev.error or "region_failed"))
             else:
@@ -181,6 +187,7 @@ class RouterRelay:
         await self.on_transcript(text)
 
     async def _degrade(self, ev: Degraded) -> None:
+        self.frames.stages.degraded(time.perf_counter())
         if ev.transcript:
             await self._transcribed(ev.transcript)
         self.held.take()  # ``ev.unvoiced_text`` is the same text, now spoken by the edge

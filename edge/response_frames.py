@@ -15,6 +15,7 @@ from typing import Any, Literal
 from edge.events import Send, new_id, server_event
 from edge.limits import estimate_tokens
 from edge.response_tools import call_item
+from edge.stages import METADATA_KEY, TurnStages
 from wire.turn import TokenUsage
 
 Status = Literal["completed", "cancelled", "failed"]
@@ -42,11 +43,15 @@ class ResponseFrames:
     """``False``: a text-only response (``response.output_text.*``, a ``text`` part)."""
     calls: list[dict[str, Any]] = field(default_factory=list)
     """The response's ``function_call`` items, as sent (completed)."""
+    stages: TurnStages = field(default_factory=TurnStages)
+    """Where its time goes (``edge/stages.py``): ``response.done``'s ``metadata.voicemesh_stages``."""
 
     async def content(self, type_: str, **fields: Any) -> None:
         """A ``response.output_audio*`` / ``output_text*`` / ``content_part.*`` event of its one part."""
         ids = {"response_id": self.id, "item_id": self.item_id, "output_index": 0, "content_index": 0}
         await self.send(server_event(type_, **ids, **fields))
+        if self.stages.first_audio is None and type_ == "response.output_audio.delta":
+            self.stages.audio_sent()
 
     async def vendor(self, type_: str, **fields: Any) -> None:
         """A ``voicemesh.*`` event about the response."""
@@ -118,6 +123,7 @@ class ResponseFrames:
             await self.send(
                 server_event("conversation.item.done", item=item, previous_item_id=self.user_item_id)
             )
+        self.metadata[METADATA_KEY] = self.stages.finish()
         details: dict[str, Any] = {"type": status}
         if cancel_reason is not None:
             details["reason"] = cancel_reason

@@ -28,6 +28,7 @@ from edge.metrics import RESPONSES
 from edge.response import CancelReason, Response, ResponseResult
 from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
+from edge.stages import silence_window_s
 from edge.state import SessionState
 from edge.tenancy import refusal_for, routing_of
 from edge.transcription import InputTranscription
@@ -59,9 +60,11 @@ class ResponseLifecycle:
         self.on_done: Callable[[], None] | None = None
         """Called as each ``response.done`` has gone out (``SessionHooks.response_done``)."""
 
-    def start(self, params: ResponseParams | None = None) -> None:
+    def start(self, params: ResponseParams | None = None, *, speech_stopped_at: float | None = None) -> None:
         """``response.create`` with its checked ``params`` (``edge/response_params.py``), or the end
-        of a VAD turn (the session's settings): answer the pending input, or what ``params`` say."""
+        of a VAD turn (the session's settings): answer the pending input, or what ``params`` say.
+        ``speech_stopped_at`` (perf_counter): when server VAD called the end of the speech this
+        answers, where the response's stages begin (``edge/stages.py``)."""
         if self.response is not None:
             raise BadEvent(
                 "a response is already in progress", code="conversation_already_has_active_response"
@@ -88,6 +91,11 @@ class ResponseLifecycle:
             custom_voice=params.custom_voice,
         )
         self._launch(start, params, turn)
+        td = state.turn_detection
+        if speech_stopped_at is not None and td is not None and self.response is not None:
+            self.response.frames.stages.heard_speech(
+                speech_stopped_at, silence_window_s(td.silence_duration_ms)
+            )
 
     def continue_turn(self, start: TurnStart) -> None:
         """Finish an answer another connection (edge) was playing when it went away: ``start`` as

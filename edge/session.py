@@ -33,9 +33,11 @@ from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 from edge.auth import Principal
 from edge.conversation import Conversation
 from edge.events import (
+    APPEND,
     Send,
     client_event_id,
     error_event,
+    read_append,
     read_client_frame,
     server_event,
     validate_client_event,
@@ -66,6 +68,9 @@ from wire.rates import TokenBucket
 from wire.voices import CustomVoice
 
 log = logging.getLogger("voicemesh.edge")
+
+_APPENDED = CLIENT_EVENTS.labels(APPEND, "ok")
+"""Looked up once: ``labels()`` per event cost more than the counting."""
 
 CloseSocket = Callable[[int, str], Awaitable[None]]
 
@@ -230,6 +235,12 @@ class RealtimeSession:
                 )
             if not self._bucket.take():
                 raise RateLimited("too many events: slow down")
+            if (append := read_append(raw)) is not None:  # the hot path: audio, 25 frames a second
+                audio, event_id = append
+                type_ = APPEND
+                await self.turns.append_audio(audio)
+                _APPENDED.inc()
+                return
             data = read_client_frame(raw)
             event_id = client_event_id(data)
             event, type_ = validate_client_event(data)
@@ -344,7 +355,7 @@ class RealtimeSession:
             await self._transcribe_pending()
             return
         try:
-            self.responses.start()
+            self.responses.start(speech_stopped_at=self.turns.stopped_at)
         except ProtocolError:
             await self._transcribe_pending()  # no response takes the audio now: still transcribe it
             raise

@@ -91,7 +91,10 @@ class VadBatcher:
         self.model = SileroModel(model_path)
         self.max_batch = max_batch
         self.stats = BatchStats()
-        self._queue: asyncio.Queue[tuple[VadStream, F32, asyncio.Future[float]]] = asyncio.Queue()
+        self._pending: list[tuple[VadStream, F32, asyncio.Future[float]]] = []
+        self._wake: asyncio.Future[None] | None = None
+        """Set while the batcher waits for a first chunk (a list and one future instead of an
+        ``asyncio.Queue``, whose put and get cost more Python per chunk)."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vad")
         self._task: asyncio.Task[None] | None = None
 
@@ -110,19 +113,29 @@ class VadBatcher:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="vad-batcher")
         fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((stream, chunk, fut))
+        self._pending.append((stream, chunk, fut))
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
         return await fut
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self.max_batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            if not self._pending:
+                self._wake = loop.create_future()
+                await self._wake
+                self._wake = None
+            batch = self._pending[: self.max_batch]
+            del self._pending[: self.max_batch]
             batch = [item for item in batch if not item[2].done()]  # sessions that went away
             if not batch:
                 continue
-            frames = np.stack([np.concatenate([s.context, c]) for s, c, _ in batch])
+            # One array filled in place: the chunks are views of each session's buffer, valid
+            # until its append returns (it awaits this batch), so each row is copied here.
+            frames = np.empty((len(batch), CONTEXT + CHUNK), dtype=np.float32)
+            for i, (stream, chunk, _) in enumerate(batch):
+                frames[i, :CONTEXT] = stream.context
+                frames[i, CONTEXT:] = chunk
             states = np.stack([s.state for s, _, _ in batch])
             try:
                 probs, new_states = await loop.run_in_executor(self._executor, self.model.run, frames, states)
@@ -134,9 +147,10 @@ class VadBatcher:
             self.stats.calls += 1
             self.stats.chunks += len(batch)
             self.stats.largest = max(self.stats.largest, len(batch))
-            for i, (stream, chunk, fut) in enumerate(batch):
+            contexts = frames[:, -CONTEXT:].copy()  # (streams keep these: not views of the whole batch)
+            for i, (stream, _, fut) in enumerate(batch):
                 stream.state = new_states[i]
-                stream.context = chunk[-CONTEXT:]
+                stream.context = contexts[i]
                 if not fut.done():
                     fut.set_result(float(probs[i]))
 

@@ -6,11 +6,14 @@ it here (from a new field of ``RegionSettings`` if it needs one); nothing else c
 
 from __future__ import annotations
 
+from functools import partial
+
 from region.llm import VllmClient
 from region.pipeline import Stages
 from region.settings import RegionSettings
 from region.stt import Transcriber
 from region.tts import Synthesizer
+from wire.text import ClauseChunker
 
 
 def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
@@ -19,4 +22,5 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
         stt=Transcriber(settings.stt),
         llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt),
         tts=Synthesizer(settings.tts),
+        chunker=partial(ClauseChunker, first_words=settings.tts.first_chunk_words),
     )

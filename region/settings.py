@@ -12,7 +12,10 @@ class SttSettings:
     device: str = "cpu"
     compute_type: str = "int8"
     cpu_threads: int = 2
-    beam_size: int = 1
+    beam_size: int = 5
+    """faster-whisper's (and Pipecat's) default. Greedy decoding (1) misheard espeak's "How do I boil
+    an egg?" as "How do my boy learn?" where 5 got it right, for ~7 % more STT time on a short turn
+    (docs/benchmarks.md "End to end")."""
     language: str = "en"
 
 
@@ -31,6 +34,9 @@ class LlmSettings:
     chat_template_kwargs: dict[str, bool] = field(default_factory=dict)
     """Qwen3: ``{"enable_thinking": False}``."""
     ready_timeout_s: float = 300.0
+    nice: int = 0
+    """Scheduling niceness vLLM runs at (0-19): above 0, the region's STT and TTS threads win the
+    cores they share with decoding (the cpu profile); 0 where they share none (the gpu profile)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,9 @@ class TtsSettings:
     lang: str = "en-us"
     speed: float = 1.0
     intra_op_threads: int = 1
+    first_chunk_words: int = 0
+    """The first clause of an answer ends after this many words when no comma or sentence end came
+    first (``wire.text.ClauseChunker.first_words``; 0: off): its audio starts sooner."""
 
 
 @dataclass(frozen=True)

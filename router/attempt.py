@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from router import metrics
 from router.api import RegionProgress
 from router.continuation import TurnProgress
 from router.deadlines import AttemptDeadline
@@ -106,21 +107,30 @@ class RegionAttempt:
         fail over, a ``ProtocolError`` when the region refused the request."""
         region = self.region
         self.progress.new_attempt()
+        loop = asyncio.get_running_loop()
+        batch = self.start.priority == "batch"
+        # The router's ``connect`` and ``admission`` stages (router/metrics.py); a batch item's
+        # waits say nothing of what live callers wait for.
+        stages = None if batch else metrics.STAGE_SECONDS
+        acquiring = loop.time()
         conn, self.warm = await self._pool.acquire(region.id, timeout_s=region.connect_deadline_s())
+        if stages is not None:
+            stages.labels("connect").observe(loop.time() - acquiring)
         events = conn.events()
         in_io = True
         try:
-            loop = asyncio.get_running_loop()
-            batch = self.start.priority == "batch"
             deadline = AttemptDeadline(
                 region, started=loop.time(), slack=self.slack, learns=not batch, hang_slack=self.hang_slack
             )
             await conn.start(self.start, self.audio)
+            sent = loop.time()
             while True:
                 in_io = True
                 ev = await self._next(events, deadline)
                 in_io = False
                 now = loop.time()
+                if stages is not None and isinstance(ev, TurnAdmitted):
+                    stages.labels("admission").observe(now - sent)
                 deadline.heard(ev, now)
                 progress = self._fold(ev)
                 if self.done is not None:

@@ -80,6 +80,7 @@ class TurnFailover:
 
     async def run(self) -> AsyncGenerator[RoutedEvent, None]:
         r = self.router
+        choosing = time.perf_counter()  # the router's ``choose`` stage (router/metrics.py)
         if r.breakers.storage.blocking:
             await r.breakers.refresh(list(r.regions))  # see other replicas' verdicts
         while True:
@@ -99,6 +100,8 @@ class TurnFailover:
             self.tried.append(region.id)
             if self.failed is not None:
                 yield self._failed_over(self.failed, region.id)
+            if self.start.priority != "batch":
+                metrics.STAGE_SECONDS.labels("choose").observe(time.perf_counter() - choosing)
             yield Routed(region=region.id, attempt=self.attempts)
             metrics.TURNS.labels(region.id).inc()
             slack = r.settings.last_resort_slack if len(ranked) == 1 else 1.0
@@ -132,6 +135,7 @@ class TurnFailover:
                     yield self._called_done(region.id)
                     return
                 self.failed, self.failed_at = exc, time.perf_counter()
+                choosing = self.failed_at
                 continue
             except BaseException:
                 r.breakers.release(region.id)  # cancelled by the caller: no verdict on the region

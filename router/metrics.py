@@ -23,3 +23,11 @@ TTFA = Histogram(
     ["region"],
     buckets=(0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0),
 )
+STAGE_SECONDS = Histogram(
+    "voicemesh_router_stage_seconds",
+    "The router's own stages of a live turn (router/attempt.py, router/failover.py): `choose` (rank "
+    "the regions, pass the breaker: the turn to Routed), `connect` (a pooled or new connection), "
+    "`admission` (turn.start sent to the region's turn.admitted: its queue included)",
+    ["stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)

@@ -8,12 +8,15 @@ to it only over HTTP, never by import. Starting, waiting for ``/health`` and sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 from region.settings import LlmSettings
 from voicemesh import paths
@@ -35,6 +38,22 @@ _MILESTONES = (
     "Application startup complete",
 )
 _HINT = "Check memory (it needs ~5 GB) and `voicemesh models verify`."
+
+
+def renice_tree(pid: int, nice: int) -> int:
+    """Set the niceness of every thread of ``pid`` and of its descendants (Linux counts niceness
+    per thread, so renicing the process alone leaves its running threads as they were); how many
+    threads were set. Lowering it needs CAP_SYS_NICE (``PermissionError`` otherwise). For toggling
+    the priority of a running vLLM (``voicemesh bench region --lever priority``)."""
+    procs = [psutil.Process(pid)]
+    procs += procs[0].children(recursive=True)
+    done = 0
+    for proc in procs:
+        for tid in (t.id for t in proc.threads()):
+            with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+                done += 1
+    return done
 
 
 class LlmStartError(ProcessStartError):
@@ -73,7 +92,11 @@ class VllmServer:
 
     def command(self) -> list[str]:
         s = self.settings
+        # Niceness set at exec is inherited by every thread and process vLLM makes (its engine core,
+        # its OpenMP workers); a renice after start would race the threads it creates.
+        niced = ["nice", "-n", str(s.nice)] if s.nice else []
         return [
+            *niced,
             s.runtime_python,
             "-m",
             "vllm.entrypoints.openai.api_server",

@@ -73,6 +73,41 @@ TOOL_PARSER_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
 SmolLM2 rarely writes one, so on the cpu profile forced calls (``"required"``, a named function) are
 what works: the region asks for those as structured output (``region/tools.py``)."""
 
+LLM_NICE_ENV = "VOICEMESH_LLM_NICE"
+"""vLLM's niceness (``LlmSettings.nice``, 0-19; default 0 in both profiles). Above 0 the region's STT
+and TTS threads win the cores they share with decoding, but vLLM also loses them to everything else
+on the machine: on the shared 2-core box that cost more than it gave (docs/benchmarks.md "Region"),
+so it is off. On a box that runs only a region and its vLLM, try 10. On the gpu profile decoding
+runs on the GPU and nothing is gained (vLLM's CPU-side scheduler would only launch kernels later)."""
+
+FIRST_CHUNK_ENV = "VOICEMESH_FIRST_CHUNK_WORDS"
+FIRST_CHUNK_WORDS = 4
+"""The first audio chunk of a long opening sentence: its first four words (never ending on "the",
+"of", ...; ``TtsSettings.first_chunk_words``, 0: off). Both profiles: Kokoro speaks a third of the
+sentence before the first audio, and the LLM writes less of it (on a GPU, that part still counts)."""
+
+
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, not {raw!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be from {low} to {high}, not {value}")
+    return value
+
+
+def _llm_nice() -> int:
+    return _env_int(LLM_NICE_ENV, 0, 0, 19)
+
+
+def _first_chunk_words() -> int:
+    return _env_int(FIRST_CHUNK_ENV, FIRST_CHUNK_WORDS, 0, 64)
+
+
 _VLLM_CPU_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}
 
 
@@ -102,6 +137,7 @@ def cpu_profile() -> Profile:
                 *TOOL_PARSER_ARGS,
             ),
             vllm_env=_VLLM_CPU_ENV,
+            nice=_llm_nice(),
         ),
         tts=TtsSettings(
             model=str(models / "kokoro-int8" / "kokoro.onnx"),
@@ -109,6 +145,7 @@ def cpu_profile() -> Profile:
             default_voice="jf_alpha",
             lang="en-us",
             intra_op_threads=1,
+            first_chunk_words=_first_chunk_words(),
         ),
         edge=_edge_models(models),
         voices=CPU_VOICES,
@@ -124,7 +161,7 @@ def gpu_profile() -> Profile:
         description=(
             "Production: Qwen3-8B on vLLM (CUDA), Whisper large-v3 fp16, Kokoro-82M fp32 on onnxruntime-gpu"
         ),
-        stt=SttSettings(model="large-v3", device="cuda", compute_type="float16", cpu_threads=4, beam_size=1),
+        stt=SttSettings(model="large-v3", device="cuda", compute_type="float16", cpu_threads=4, beam_size=5),
         llm=LlmSettings(
             model="Qwen/Qwen3-8B",
             served_name="qwen3-8b",
@@ -141,6 +178,7 @@ def gpu_profile() -> Profile:
             vllm_env={"HF_HOME": str(models / "hf")},
             # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
             chat_template_kwargs={"enable_thinking": False},
+            nice=_llm_nice(),
         ),
         tts=TtsSettings(
             model=str(models / "kokoro" / "kokoro-v1.0.onnx"),
@@ -149,6 +187,7 @@ def gpu_profile() -> Profile:
             default_voice="af_heart",
             lang="en-us",
             intra_op_threads=4,
+            first_chunk_words=_first_chunk_words(),
         ),
         edge=_edge_models(paths.models_dir()),
         voices=GPU_VOICES,

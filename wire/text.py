@@ -2,9 +2,13 @@
 
 The first clause ends at the first comma or sentence boundary once it has a sensible minimum
 length, so the first audio starts early; later clauses end at sentence boundaries, so prosody
-stays natural. A boundary is punctuation *followed by whitespace*: text that stops right after a
-"." is held until the next delta shows whether it was "3." + "5" (a decimal) or the end of a
-sentence. Abbreviations ("Dr.", "e.g.") and single initials never end a clause.
+stays natural. With ``first_words`` set, the first clause also ends after that many words (at the
+whitespace that follows a word, never inside one, and not right after a word that leans on the
+next, such as "the" or "of"), so a long opening sentence starts being spoken after a few words.
+
+A boundary is punctuation *followed by whitespace*: text that stops right after a "." is held
+until the next delta shows whether it was "3." + "5" (a decimal) or the end of a sentence.
+Abbreviations ("Dr.", "e.g.") and single initials never end a clause.
 
 ``ClauseChunker`` is a pure state machine (no I/O, no clocks): feed deltas, get whole clauses.
 """
@@ -27,6 +31,17 @@ _SENTENCE_END = re.compile(r"(?:[.!?…]+|\n)[\"'”’)\]]*(?=\s)")
 _CLAUSE_END = re.compile(r"(?:[.!?…]+|[,;:—–]|\n)[\"'”’)\]]*(?=\s)")
 _LAST_WORD = re.compile(r"(\S+)$")
 _CLOSERS = "\"'”’)]"
+_WORD_THEN_SPACE = re.compile(r"\S+\s+")
+
+LEANING_WORDS = frozenset(
+    {
+        "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "and", "or",
+        "but", "nor", "so", "as", "than", "that", "if", "my", "your", "his", "her", "its", "our",
+        "their", "this", "these", "those", "is", "are", "was", "were", "be", "very", "not", "no",
+    }
+)  # fmt: skip
+"""Words the next word completes: a first chunk cut by word count never ends on one ("The
+capital of" would be spoken with a falling tone mid-phrase)."""
 _PAUSES = ",;:—–"
 
 
@@ -41,6 +56,14 @@ def _is_abbreviation(text_before: str) -> bool:
     return word.rstrip(".") in ABBREVIATIONS
 
 
+def _leans_on_next(word: str) -> bool:
+    """Whether a word-count cut after ``word`` would split a phrase: "the", "of", "Dr.", "J."."""
+    bare = word.lower().strip(_CLOSERS + "“‘([")
+    if bare in LEANING_WORDS:
+        return True
+    return bare.endswith(".") and _is_abbreviation(bare[:-1])
+
+
 @dataclass
 class ClauseChunker:
     min_first_chars: int = 8
@@ -51,6 +74,9 @@ class ClauseChunker:
     """Any clause longer than this ends at its last comma or space."""
     first_at_pauses: bool = True
     """Whether the first clause may end at a comma (early first audio); off: sentences only."""
+    first_words: int = 0
+    """With no boundary before, the first clause ends after this many words (0: off): the first
+    audio chunk of a long opening sentence is a few words; later clauses stay whole."""
     _buf: str = field(default="", init=False)
     _emitted: int = field(default=0, init=False)
 
@@ -75,7 +101,10 @@ class ClauseChunker:
     def _next(self) -> str | None:
         """The next complete clause; ``""`` for a punctuation-only scrap; ``None`` when none is complete."""
         first = self._emitted == 0
+        words_end = self._after_words(self.first_words) if first and self.first_words > 0 else None
         for m in (_CLAUSE_END if first and self.first_at_pauses else _SENTENCE_END).finditer(self._buf):
+            if words_end is not None and m.start() >= words_end:
+                break  # the words came first (as they would have while streaming)
             mark = m.group(0).rstrip(_CLOSERS)
             before = self._buf[: m.start()]
             if mark == "." and _is_abbreviation(before):
@@ -86,8 +115,22 @@ class ClauseChunker:
                 continue
             return self._take(m.end())
         limit = self.max_first_chars if first else self.max_chars
+        if words_end is not None and words_end <= limit:  # past it, the soft break below came first
+            return self._take(words_end)
         if len(self._buf) > limit:
             return self._take(self._soft_break(limit))
+        return None
+
+    def _after_words(self, n: int) -> int | None:
+        """Where the buffer ends after its ``n``-th whole word (one followed by whitespace, so a word
+        still arriving is never cut), moved past words that lean on the next; ``None`` before that."""
+        count = 0
+        for m in _WORD_THEN_SPACE.finditer(self._buf):
+            word = m.group(0).strip()
+            if any(c.isalnum() for c in word):
+                count += 1
+            if count >= n and not _leans_on_next(word):
+                return m.end()
         return None
 
     def _soft_break(self, limit: int) -> int:

@@ -87,6 +87,7 @@ async def test_full_event_sequence_of_a_response() -> None:
         {"type": "output_audio", "transcript": "Hello there. How are you?"}
     ]
     assert done["output"][0]["status"] == "completed"
+    assert done["metadata"].pop("voicemesh_stages")  # edge/stages.py
     assert done["metadata"] == {"voicemesh_region": "eu-west"}
     routed = edge.of_type("voicemesh.turn.routed")[0]
     assert (routed["response_id"], routed["region"], routed["attempt"]) == (response_id, "eu-west", 1)
@@ -123,6 +124,7 @@ async def test_queue_and_failover_are_told_as_vendor_events_and_metadata() -> No
     ]
     done = edge.of_type("response.done")[0]["response"]
     assert done["status"] == "completed"
+    assert done["metadata"].pop("voicemesh_stages")
     assert done["metadata"] == {"voicemesh_region": "us-east", "voicemesh_failed_over_from": "eu-west"}
     assert done["output"][0]["content"][0]["transcript"] == "One. Two."
 
@@ -140,6 +142,7 @@ async def test_degraded_turn_speaks_the_unvoiced_text_with_the_fallback_voice() 
     assert voice.spoken == ["Part two.", "Part three."]
     done = edge.of_type("response.done")[0]["response"]
     assert done["status"] == "completed"
+    assert done["metadata"].pop("voicemesh_stages")
     assert done["metadata"] == {
         "voicemesh_degraded": "true", "served_by": "edge", "voicemesh_degraded_reason": "no_region",
     }  # fmt: skip

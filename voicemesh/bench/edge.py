@@ -57,19 +57,23 @@ def _pct(values: list[float], q: float) -> float:
 
 
 class EdgeProcess:
-    """``voicemesh edge serve`` in a subprocess (optionally pinned to one core), no reachable region."""
+    """``voicemesh edge serve`` in a subprocess (optionally pinned to one core); by default in front
+    of no reachable region, or of ``region`` (``ID=URL``, as ``--region`` takes it)."""
 
-    def __init__(self, settings: EdgeSettings, *, core: int | None = None) -> None:
+    def __init__(
+        self, settings: EdgeSettings, *, core: int | None = None, region: str = "nowhere=http://127.0.0.1:9"
+    ) -> None:
         self.port = free_port()
         self.key = settings.api_keys[0]
         cmd = [
-            sys.executable, "-m", "voicemesh.cli.main", "edge", "serve", "--region", "nowhere=http://127.0.0.1:9",
+            sys.executable, "-m", "voicemesh.cli.main", "edge", "serve", "--region", region,
             "--port", str(self.port), "--vad-model", settings.vad_model,
             "--max-sessions-per-key", "100000", "--connect-burst", "100000",
         ]  # fmt: skip
         if core is not None and shutil.which("taskset"):
             cmd = ["taskset", "-c", str(core), *cmd]
-        env = {**os.environ, "VOICEMESH_API_KEY": self.key}
+        # The bench reads /status: its one key is the edge's admin key too.
+        env = {**os.environ, "VOICEMESH_API_KEY": self.key, "VOICEMESH_ADMIN_KEY": self.key}
         self.log = Path(tempfile.gettempdir()) / f"voicemesh-bench-edge-{self.port}.log"
         self.proc = spawn(cmd, log_path=self.log, env=env)
         self.url = f"ws://127.0.0.1:{self.port}/v1/realtime?model=bench"
@@ -90,9 +94,12 @@ class EdgeProcess:
             return stats
 
     async def open(self) -> ClientConnection:
+        # No keepalive pings: a saturated edge answers them late, and the bench would drop the
+        # very sessions whose backlog it is measuring.
         ws = await connect(
-            self.url, additional_headers={"Authorization": f"Bearer {self.key}"}, max_size=None
-        )
+            self.url, additional_headers={"Authorization": f"Bearer {self.key}"}, max_size=None,
+            ping_interval=None,
+        )  # fmt: skip
         await ws.recv()  # session.created
         return ws
 
@@ -142,9 +149,9 @@ def _speech_loop(seconds: float) -> np.ndarray:
 
 
 async def bench_streams(
-    settings: EdgeSettings, n: int, seconds: float, report: Report, chunk_ms: int = 40
+    settings: EdgeSettings, n: int, seconds: float, report: Report, chunk_ms: int = 40, *, core: int = 0
 ) -> dict[str, float]:
-    edge = EdgeProcess(settings, core=0)
+    edge = EdgeProcess(settings, core=core)  # (another core where something else is pinned to 0)
     # Whole chunks only, serialised once: the generator's own cost stays out of the measurement.
     chunks = [append_event(c) for c in pcm_chunks(float_to_pcm16(_speech_loop(seconds + 2)), chunk_ms)[:-1]]
     try:
@@ -153,7 +160,8 @@ async def bench_streams(
         no_reply = {"type": "session.update", "session": session_config(create_response=False)}
         await asyncio.gather(*(_roundtrip(ws, no_reply, "session.updated") for ws in sockets))
         report(
-            f"active streams: {n} sessions, {chunk_ms} ms appends for {seconds:.0f} s, edge pinned to core 0"
+            f"active streams: {n} sessions, {chunk_ms} ms appends for {seconds:.0f} s, "
+            f"edge pinned to core {core}"
         )
         vad0 = await edge.vad_stats()
         cpu0, t0 = cpu_seconds(edge.proc.pid), time.monotonic()
@@ -166,30 +174,38 @@ async def bench_streams(
                 await tick(start, k + 1, chunk_ms / 1000)
 
         async def drain(ws: ClientConnection) -> None:
-            with contextlib.suppress(TimeoutError, Exception):
+            # Read until cancelled: a client that stops reading stops answering the edge's pings
+            # too, and a busy edge then closes it (1011) mid-measurement.
+            with contextlib.suppress(Exception):
                 while True:
-                    await asyncio.wait_for(ws.recv(), 0.5)
+                    await ws.recv()
 
         drains = [asyncio.create_task(drain(ws)) for ws in sockets]
         await asyncio.gather(*(stream(ws, i * 7) for i, ws in enumerate(sockets)))
         wall, cpu = time.monotonic() - t0, cpu_seconds(edge.proc.pid) - cpu0
         for d in drains:
             d.cancel()
+        await asyncio.gather(*drains, return_exceptions=True)  # (one reader per socket at a time)
         backlog = await asyncio.gather(
             *(
                 _roundtrip(ws, {"type": "input_audio_buffer.clear"}, "input_audio_buffer.cleared")
                 for ws in sockets
             )
         )
+        # All the work of the window is done once every backlog came back: CPU seconds per second of
+        # audio streamed, whether or not the edge had its core to itself (a shared machine).
+        cpu_all = cpu_seconds(edge.proc.pid) - cpu0
         vad1 = await edge.vad_stats()
         await asyncio.gather(*(ws.close() for ws in sockets))
         calls, chunks_run = vad1["calls"] - vad0["calls"], vad1["chunks"] - vad0["chunks"]
-        used = cpu / wall
+        used, audio_s = cpu / wall, n_chunks * chunk_ms / 1000
         return {
             "streams": float(n),
             "wall_s": wall,
             "edge_cpu_cores": used,
             "streams_per_core": n / used if used else 0.0,
+            "cpu_ms_per_stream_s": cpu_all * 1000 / (n * audio_s),
+            "streams_per_core_by_work": n * audio_s / cpu_all if cpu_all else 0.0,
             "backlog_p50_ms": _pct(backlog, 50) * 1000,
             "backlog_p99_ms": _pct(backlog, 99) * 1000,
             "vad_calls": float(calls),
@@ -271,18 +287,22 @@ async def run_bench(
     chunk_sizes: tuple[int, ...] = (40, 100),
 ) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
-    idle = results["idle"] = await bench_idle(settings, n_idle, report)
-    out(
-        f"idle sessions: {n_idle} open, RSS {idle['rss_before_mb']:.0f} -> {idle['rss_after_mb']:.0f} MB, "
-        f"{idle['kb_per_session']:.0f} KB per session; session.update p50 {idle['update_p50_ms']:.1f} ms"
-    )
+    if n_idle > 0:  # (--idle 0: streams only)
+        idle = results["idle"] = await bench_idle(settings, n_idle, report)
+        out(
+            f"idle sessions: {n_idle} open, RSS {idle['rss_before_mb']:.0f} -> {idle['rss_after_mb']:.0f} "
+            f"MB, {idle['kb_per_session']:.0f} KB per session; session.update p50 "
+            f"{idle['update_p50_ms']:.1f} ms"
+        )
     for chunk_ms in chunk_sizes:
         s = results[f"streams_{chunk_ms}ms"] = await bench_streams(
             settings, n_streams, seconds, report, chunk_ms
         )
         out(
             f"active streams ({chunk_ms} ms appends): {n_streams} at real time used "
-            f"{s['edge_cpu_cores']:.2f} core -> {s['streams_per_core']:.0f} streams per core; backlog "
+            f"{s['edge_cpu_cores']:.2f} core -> {s['streams_per_core']:.0f} streams per core "
+            f"({s['cpu_ms_per_stream_s']:.2f} ms CPU per stream-second, backlog included: "
+            f"{s['streams_per_core_by_work']:.0f} per core); backlog "
             f"p50 {s['backlog_p50_ms']:.1f} ms p99 {s['backlog_p99_ms']:.1f} ms; VAD {s['vad_chunks']:.0f} "
             f"chunks in {s['vad_calls']:.0f} calls (mean batch {s['mean_batch']:.1f}, "
             f"{'batched' if s['batched_model'] else 'per-stream'} model)"

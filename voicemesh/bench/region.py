@@ -4,7 +4,8 @@ Part 1 sends real turns over the turn protocol to a region (started here in-proc
 by URL) and reports each stage's p50/p95 from ``turn.done`` timings. Part 2 runs the streaming and
 the naive pipeline alternately on the same loaded models and the same utterance (temperature 0, so
 both get the same answer) and compares their time to first audio. Part 3 cancels real turns on the
-region mid-answer and mid-STT and times how fast every stage stops (``region_cancel``).
+region mid-answer and mid-STT and times how fast every stage stops (``region_cancel``). Part 4
+(``--lever``) measures latency levers on vs off, alternating (``region_levers``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from region.node import RegionNode
 from region.pipeline import NaivePipeline, Pipeline, StreamingPipeline, Turn
 from region.settings import RegionSettings
 from voicemesh.bench.region_cancel import CancelSample, cancel_summary, measure_cancels
+from voicemesh.bench.region_levers import LeverSample, kokoro_cpu_s, lever_summary, measure_lever
 from voicemesh.local_region import serve_local_region
 from voicemesh.processes import free_port
 from voicemesh.speech import espeak
@@ -54,6 +56,11 @@ class BenchOptions:
     voice: str = ""
     cancels: int = 5
     """Cancels at each moment (mid-answer, mid-STT); 0 skips the cancel measurement."""
+    levers: tuple[str, ...] = ()
+    """Levers to measure on vs off (``region_levers.LEVERS``), after the parts above."""
+    lever_rounds: int = 6
+    concurrency: tuple[int, ...] = (1, 2)
+    """Concurrent turns each lever is measured at."""
 
 
 def espeak_utterance(text: str) -> FloatAudio:
@@ -115,8 +122,24 @@ async def _bench(options: BenchOptions, settings: RegionSettings, stop: asyncio.
             cancels = await measure_cancels(
                 base, node.stages.llm.url, start, pcm, options.cancels, stop=stop, report=report
             )
+        levers: list[LeverSample] = []
+        for lever in options.levers:
+            for concurrency in options.concurrency:
+                levers += await measure_lever(
+                    lever, node, start, audio, rounds=options.lever_rounds, concurrency=concurrency,
+                    stop=stop, report=report,
+                )  # fmt: skip
+        kokoro_cpu: dict[str, float] = {}
+        for chunk in sorted({s.first_chunk for s in levers if s.lever == "first-chunk"}):
+            if not stop.is_set():
+                kokoro_cpu[chunk] = await kokoro_cpu_s(node, chunk, options.voice)
     summary = _summary(options, len(audio) / STT_RATE, wire_timings, client_first_audio, side)
-    return "\n".join([summary, "", *cancel_summary(cancels)]) if cancels else summary
+    parts = [summary]
+    if cancels:
+        parts += ["", *cancel_summary(cancels)]
+    if levers:
+        parts += ["", *lever_summary(levers, kokoro_cpu)]
+    return "\n".join(parts)
 
 
 @contextlib.asynccontextmanager

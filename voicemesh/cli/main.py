@@ -11,7 +11,18 @@ from voicemesh import __version__
 from voicemesh.cli.common import cli
 
 # Modules that add commands to ``cli`` (and to ``bench``) when imported.
-_COMMAND_MODULES = ("models", "llm", "region", "edge", "router", "infra", "deploy", "drill", "keys")
+_COMMAND_MODULES = (
+    "models",
+    "llm",
+    "region",
+    "edge",
+    "router",
+    "infra",
+    "deploy",
+    "drill",
+    "keys",
+    "bench_e2e",
+)
 
 
 def _register() -> None:

@@ -129,6 +129,18 @@ def serve(
     type=click.IntRange(min=0),
     help="Turns cancelled mid-answer, and as many mid-STT, to time the barge-in (0: skip).",
 )
+@click.option(
+    "--lever", "levers", multiple=True, type=click.Choice(["priority", "first-chunk"]),
+    help="Measure a latency lever on vs off, alternating (repeatable): priority = vLLM's niceness, "
+    "first-chunk = a first audio chunk of a few words.",
+)  # fmt: skip
+@click.option("--lever-rounds", default=6, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--concurrency",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help="Concurrent turns per lever (default 1 and 2).",
+)
 @profile_option
 def bench_region(
     url: str | None,
@@ -137,15 +149,20 @@ def bench_region(
     utterance: str,
     max_output_tokens: int,
     n_cancels: int,
+    levers: tuple[str, ...],
+    lever_rounds: int,
+    concurrency: tuple[int, ...],
     profile: str | None,
 ) -> None:
-    """Per-stage p50/p95 over repeated turns, streaming vs naive time to first audio, cancel speed."""
+    """Per-stage p50/p95 over repeated turns, streaming vs naive time to first audio, cancel speed,
+    and latency levers on vs off."""
     from voicemesh.bench.region import BenchOptions, run_bench
     from voicemesh.cli.common import console
 
     options = BenchOptions(
-        url=url, turns=n_turns, utterance=utterance, max_output_tokens=max_output_tokens, cancels=n_cancels
-    )
+        url=url, turns=n_turns, utterance=utterance, max_output_tokens=max_output_tokens, cancels=n_cancels,
+        levers=levers, lever_rounds=lever_rounds, concurrency=concurrency or (1, 2),
+    )  # fmt: skip
     settings = region_settings("bench", profile=profile, llm_url=llm_url, port=0)
 
     async def main(stop: asyncio.Event) -> None:

@@ -1,0 +1,159 @@
+"""The append hot path (issue 15, edge capacity): ``read_append`` takes only frames the full path
+accepts, with the same audio and ``event_id``; whatever it declines still gets the full path's
+error; the input buffer that no longer copies itself on each append holds what concatenation did;
+and the VAD batcher reads each chunk before its session's buffer is reused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edge.events import read_append, read_client_frame, validate_client_event
+from edge.input_audio import _Samples
+from edge.protocols import CHUNK
+from edge.testing import SessionHarness, memory_services
+from edge.vad import VadBatcher
+from wire.audio import read_wav
+from wire.errors import ProtocolError
+
+_PCM = base64.b64encode(bytes(range(256)) * 4).decode()
+
+
+def _append(**fields: Any) -> str:
+    return json.dumps({"type": "input_audio_buffer.append", **fields})
+
+
+FRAMES: list[str | bytes] = [
+    _append(audio=_PCM),
+    _append(audio=_PCM, event_id="evt_1"),
+    _append(audio=""),
+    _append(audio="AAA="),
+    _append(audio="AB=="),
+    _append(audio="AAAA===="),  # strict base64 takes extra padding; msgspec does not
+    _append(audio="AA=A"),
+    _append(audio="=AAA"),
+    _append(audio="AAA"),
+    _append(audio="AA AA"),
+    _append(audio="AAAA\n"),
+    _append(audio="-_-_"),
+    _append(audio="AAAÉ"),
+    _append(audio=12),
+    _append(audio=None),
+    _append(),
+    _append(audio=_PCM, event_id=7),
+    _append(audio=_PCM, event_id="x" * 513),
+    _append(audio=_PCM, event_id="évt"),
+    _append(audio=_PCM, extra={"n": 1}),
+    '{"type": "input_audio_buffer.append", "audio": "AAAA", "event_id": "\\ud800"}',
+    '{"type": "input_audio_buffer.append", "audio": "AAAA", "audio": "AA=="}',
+    '{"type": "input_audio_buffer.append", "audio": "AAAA"} trailing',
+    '{"type": "input_audio_buffer.append", "audio": "AAAA", "n": NaN}',
+    '{"type": "input_audio_buffer.append", "type": "input_audio_buffer.clear", "audio": "AAAA"}',
+    '["input_audio_buffer.append"]',
+    _append(audio=_PCM).encode(),
+    b"\xff" + _append(audio=_PCM).encode(),
+    json.dumps({"type": "input_audio_buffer.clear", "event_id": "input_audio_buffer.append"}),
+]
+
+
+def _full_path(raw: str | bytes) -> tuple[bytes, str | None] | str:
+    """What the edge did before the fast path: the audio and event_id, or the error's code."""
+    try:
+        data = read_client_frame(raw)
+        event, type_ = validate_client_event(data)
+    except ProtocolError as exc:
+        return exc.code
+    if type_ != "input_audio_buffer.append":
+        return type_
+    try:
+        audio = base64.b64decode(event.audio, validate=True)  # type: ignore[union-attr]
+    except (binascii.Error, ValueError):
+        return "invalid_audio"
+    return audio, event.event_id
+
+
+@pytest.mark.parametrize("raw", FRAMES, ids=range(len(FRAMES)))
+def test_fast_path_takes_only_what_the_full_path_accepts_alike(raw: str | bytes) -> None:
+    fast = read_append(raw)
+    if fast is not None:
+        assert fast == _full_path(raw)
+
+
+def test_fast_path_takes_plain_appends() -> None:
+    """The frames a streaming client sends are the ones it is for."""
+    assert read_append(FRAMES[0]) == (base64.b64decode(_PCM), None)
+    assert read_append(FRAMES[1]) == (base64.b64decode(_PCM), "evt_1")
+    assert read_append(_append(audio=_PCM).encode()) is not None
+
+
+async def test_declined_and_failing_appends_get_the_full_paths_errors() -> None:
+    """Each bad append gets an ``error`` naming the problem, its ``event_id`` echoed where it can
+    be, and the session goes on."""
+    odd = base64.b64encode(b"\x01\x02\x03").decode()  # valid base64, but not whole PCM16 samples
+    cases = [
+        (_append(audio="%%%", event_id="e1"), "invalid_audio", "e1"),
+        (_append(audio=12, event_id="e2"), "invalid_value", "e2"),
+        (_append(event_id="e3"), "invalid_value", "e3"),
+        (_append(audio=odd, event_id="e4"), "invalid_audio", "e4"),  # taken by the fast path
+        ('{"type": "input_audio_buffer.append", "audio": "AAAA"', "invalid_json", None),
+    ]
+    async with SessionHarness(memory_services()) as harness:
+        for raw, code, event_id in cases:
+            await harness.send(raw)
+            error = harness.sent[-1]
+            assert error["type"] == "error", (raw, error)
+            assert error["error"]["code"] == code and error["error"]["event_id"] == event_id, error
+            assert error["error"]["message"]
+        await harness.send(FRAMES[1])  # a good one is still taken
+        await harness.send({"type": "input_audio_buffer.clear"})
+        assert harness.sent[-1]["type"] == "input_audio_buffer.cleared"
+
+
+def test_input_buffer_holds_what_concatenation_held() -> None:
+    rng = np.random.default_rng(15)
+    samples, reference = _Samples(), np.zeros(0, dtype=np.float32)
+    for _ in range(5000):
+        if rng.random() < 0.6:
+            more = rng.standard_normal(int(rng.integers(0, 2000))).astype(np.float32)
+            samples.extend(more)
+            reference = np.concatenate([reference, more])
+        else:
+            n = int(rng.integers(0, 3000))
+            samples.drop(n)
+            reference = reference[n:]
+        assert len(samples) == len(reference)
+        np.testing.assert_array_equal(samples.view, reference)
+
+
+@pytest.mark.slow  # the real Silero model
+async def test_batcher_reads_chunks_before_their_buffer_is_reused(
+    models: dict[str, Path], speech: Callable[..., Path]
+) -> None:
+    """Sessions hand the batcher views of their input buffer, reused once the append returns: the
+    probabilities (and each stream's context) must be those of an untouched copy."""
+    samples, _ = read_wav(speech("Turn on the kitchen lights, please.", rate=16_000))
+    chunks = samples[: len(samples) // CHUNK * CHUNK].reshape(-1, CHUNK)
+    batcher = VadBatcher(str(models["silero-vad"] / "silero_vad.onnx"))
+    try:
+
+        async def run(reuse: bool) -> list[float]:
+            stream, buffer, probs = batcher.stream(), np.empty(CHUNK, dtype=np.float32), []
+            for chunk in chunks:
+                buffer[:] = chunk
+                probs.append(await stream.probability(buffer if reuse else chunk.copy()))
+                buffer[:] = 0.0  # the session's buffer moves on
+            return probs
+
+        reused, fresh = await asyncio.gather(run(True), run(False))
+        np.testing.assert_allclose(reused, fresh, atol=1e-5)
+        assert max(fresh) > 0.8  # speech was found: the comparison is not of two silences
+    finally:
+        await batcher.aclose()

@@ -1,0 +1,80 @@
+"""``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import click
+
+from voicemesh.cli.common import bench, fail, profile_option, progress, run_until_signal
+
+
+def _callers(value: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"a comma-separated list of counts (e.g. 1,2,4), not {value!r}") from None
+    if not levels or min(levels) < 1:
+        raise click.BadParameter("every count must be at least 1")
+    return levels
+
+
+@bench.command("e2e")
+@click.option(
+    "--llm-url",
+    default=lambda: os.environ.get("VOICEMESH_LLM_URL") or None,
+    help="A running vLLM (…/v1) both sides share (default: $VOICEMESH_LLM_URL, else start one).",
+)
+@click.option(
+    "--callers", default="1,2,4", show_default=True, help="Concurrent callers, one level per count."
+)
+@click.option(
+    "--passes", default=3, show_default=True, type=click.IntRange(min=1), help="Passes per side and level."
+)
+@click.option(
+    "--utterances", "n_utterances", default=4, show_default=True, type=click.IntRange(1, 6),
+    help="Utterances each caller speaks per pass.",
+)  # fmt: skip
+@click.option("--max-output-tokens", default=60, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--json",
+    "json_out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write every figure and turn here.",
+)
+@profile_option
+def bench_e2e(
+    llm_url: str | None, callers: str, passes: int, n_utterances: int, max_output_tokens: int,
+    json_out: str | None, profile: str | None,
+) -> None:  # fmt: skip
+    """End of the caller's speech to first audio: voicemesh (edge, openai SDK) vs stock Pipecat."""
+    from voicemesh.bench.e2e import E2eOptions, run_e2e
+    from voicemesh.profiles import load_profile
+
+    try:
+        levels = _callers(callers)
+    except click.BadParameter as exc:
+        fail(f"--callers: {exc.message}")
+    options = E2eOptions(
+        llm_url=llm_url, callers=levels, passes=passes, utterances=n_utterances,
+        max_output_tokens=max_output_tokens, json_out=json_out,
+    )  # fmt: skip
+
+    async def main(stop: asyncio.Event) -> None:
+        work = asyncio.create_task(run_e2e(options, progress, load_profile(profile)))
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if not work.done():
+            progress("interrupted: stopping every process the bench started")
+            work.cancel()
+            await asyncio.wait({work})
+            fail(
+                "benchmark interrupted" + (f"; the passes done are in {json_out}" if json_out else ""),
+                code=130,
+            )
+        click.echo(work.result()["table"])
+
+    run_until_signal(main)
