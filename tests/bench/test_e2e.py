@@ -46,7 +46,9 @@ async def test_smallest_run_has_both_sides_and_a_ratio(
         # Both sides heard the question (Whisper base may mishear a word, never all of them).
         assert "capital" in sample["transcript"].lower(), sample
         assert sample["first_chunk_text"] and sample["reply_text"], sample
-    assert "ratio" in result["table"]
+    [mine] = [s for s in result["samples"] if s["side"] == "voicemesh"]
+    assert list(mine["stages_ms"])[:2] == ["eos", "commit"] and "first_audio" in mine["stages_ms"]
+    assert "ratio" in result["table"] and "voicemesh stages, p50 ms: eos" in result["table"]
     assert json.loads(out.read_text())["levels"] == result["levels"]
     assert any("pipecat:" in line for line in progress) and any("voicemesh:" in line for line in progress)
 

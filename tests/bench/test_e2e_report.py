@@ -9,6 +9,7 @@ from voicemesh.bench.e2e_report import (
     Sample,
     as_json,
     cut_mid_word,
+    median_stages,
     summarize,
     table,
     word_errors,
@@ -69,3 +70,14 @@ def test_callers_start_on_different_utterances() -> None:
     assert caller_order(0, 4) == [0, 1, 2, 3]
     assert caller_order(1, 4) == [1, 2, 3, 0]
     assert sorted(caller_order(3, 4)) == [0, 1, 2, 3]
+
+
+def test_the_table_says_where_voicemeshs_time_went() -> None:
+    samples = [_sample("voicemesh", 1, t) for t in (1.0, 2.0, 3.0)] + [_sample("pipecat", 1, 4.0)]
+    for s, region in zip(samples, (900.0, 1100.0, 2000.0), strict=False):
+        s.stages_ms = {"eos": 512.0, "commit": 2.0, "region": region}
+    samples[2].stages_ms["relay"] = 0.5  # a stage only some turns reached: the median of those
+    assert median_stages(samples) == {"eos": 512.0, "commit": 2.0, "region": 1100.0, "relay": 0.5}
+    text = table(summarize(samples), samples)
+    assert "voicemesh stages, p50 ms: eos 512, commit 2, region 1100, relay 0" in text
+    assert "stages" not in table(summarize(samples))  # without the samples, no stage line

@@ -34,6 +34,7 @@ import openai
 from websockets.exceptions import ConnectionClosed
 
 from edge.settings import EdgeSettings
+from edge.stages import read_stages
 from region.settings import RegionSettings
 from voicemesh.bench.e2e_report import Sample, as_json, summarize, table
 from voicemesh.bench.edge import EdgeProcess
@@ -150,6 +151,7 @@ async def _voicemesh_turn(conn: Any, sample: Sample, pcm24: bytes, speech_end_by
                 state["responded"] = True
                 status = event.response.status or ""
                 meta = dict(event.response.metadata or {})
+                sample.stages_ms = read_stages(meta)
                 if meta.get(META_DEGRADED) == "true":
                     # The edge's own apology (Piper) because the region did not answer in time:
                     # audio, but no answer; it does not count as one.
@@ -338,8 +340,9 @@ async def run_e2e(options: E2eOptions, report: Report, profile: Profile | None =
     def result(partial: bool) -> dict[str, Any]:
         levels = summarize(samples)
         out = as_json(
-            levels, samples, table=table(levels), partial=partial, options=dataclasses.asdict(options),
-            work_dir=str(work), utterances=[{"text": u.text, "seconds": u.seconds} for u in utterances],
+            levels, samples, table=table(levels, samples), partial=partial,
+            options=dataclasses.asdict(options), work_dir=str(work),
+            utterances=[{"text": u.text, "seconds": u.seconds} for u in utterances],
         )  # fmt: skip
         if options.json_out:  # after every pass: a long run stopped half-way keeps what it measured
             _write_json(Path(options.json_out), out)

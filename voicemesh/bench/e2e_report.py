@@ -33,6 +33,8 @@ class Sample:
     first_chunk_text: str = ""
     reply_text: str = ""
     error: str = ""
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    """voicemesh only: the turn's ``voicemesh_stages`` from ``response.done`` (``edge/stages.py``)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Sample:
@@ -146,8 +148,18 @@ def target(callers: int) -> float:
     return TARGETS.get(callers, 0.6)
 
 
-def table(levels: Sequence[LevelFigures]) -> str:
-    """The printed summary: one row per side and concurrency, then the ratios."""
+def median_stages(samples: Sequence[Sample]) -> dict[str, float]:
+    """Per stage (in the order the turns reported them), the median over the turns that had it."""
+    names: dict[str, list[float]] = {}
+    for s in samples:
+        for name, ms in s.stages_ms.items():
+            names.setdefault(name, []).append(ms)
+    return {name: float(np.median(values)) for name, values in names.items()}
+
+
+def table(levels: Sequence[LevelFigures], samples: Sequence[Sample] = ()) -> str:
+    """The printed summary: one row per side and concurrency, then the ratios, then where
+    voicemesh's time went (median of each stage, when the turns reported them)."""
     head = f"{'callers':>7}  {'side':<10}{'turns':>6}{'p50 s':>8}{'p95 s':>8}{'WER':>7}{'cut':>5}"
     lines = [
         "End of speech -> first audio, voicemesh (edge, openai SDK) vs stock Pipecat, alternating passes",
@@ -164,6 +176,11 @@ def table(levels: Sequence[LevelFigures]) -> str:
             f"{lv.callers:>7}  {'ratio':<10}{'':>6}{lv.ratio_p50:>8.2f}{lv.ratio_p95:>8.2f}"
             f"   (voicemesh / pipecat; target <= {target(lv.callers):.1f})"
         )
+    for lv in levels:
+        stages = median_stages([s for s in samples if s.callers == lv.callers])
+        if stages:
+            where = ", ".join(f"{name} {ms:.0f}" for name, ms in stages.items())
+            lines.append(f"{lv.callers:>7}  voicemesh stages, p50 ms: {where}")
     for lv in levels:
         for side in SIDES:
             for err in lv.sides[side].errors:
