@@ -87,6 +87,21 @@ FIRST_CHUNK_WORDS = 4
 sentence before the first audio, and the LLM writes less of it (on a GPU, that part still counts)."""
 
 
+CPU_LLM_DTYPE_ENV = "VOICEMESH_CPU_LLM_DTYPE"
+CPU_LLM_DTYPES = ("bfloat16", "float32")
+"""vLLM-CPU's weights and activations on the cpu profile. bfloat16 (the default) is native on CPUs
+with AVX512-BF16 or AMX; on AVX2-only CPUs (this 2-core box) it is emulated and float32 measured
+5-6x faster to the first token (0.24 vs 1.24 s fresh, 0.49 vs 3.1 s with two turns of history;
+docs/benchmarks.md "End to end"). Opt-in until a full CI run has taken it as the default."""
+
+
+def _cpu_llm_dtype() -> str:
+    raw = os.environ.get(CPU_LLM_DTYPE_ENV, "").strip() or CPU_LLM_DTYPES[0]
+    if raw not in CPU_LLM_DTYPES:
+        raise ValueError(f"{CPU_LLM_DTYPE_ENV} must be one of {', '.join(CPU_LLM_DTYPES)}, not {raw!r}")
+    return raw
+
+
 def _env_int(name: str, default: int, low: int, high: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -130,7 +145,7 @@ def cpu_profile() -> Profile:
             runtime_python=str(runtime_python()),
             vllm_args=(
                 "--dtype",
-                "bfloat16",
+                _cpu_llm_dtype(),
                 "--max-model-len",
                 "2048",
                 "--enforce-eager",

@@ -21,6 +21,7 @@ from tests.voicemesh.vllm_stand_in import stand_in_llm
 from voicemesh.llm_server import VllmServer, renice_tree
 from voicemesh.processes import free_port
 from voicemesh.profiles import (
+    CPU_LLM_DTYPE_ENV,
     FIRST_CHUNK_ENV,
     FIRST_CHUNK_WORDS,
     LLM_NICE_ENV,
@@ -116,4 +117,17 @@ def test_a_bad_niceness_is_refused_with_the_variable_named(
 ) -> None:
     monkeypatch.setenv(LLM_NICE_ENV, value)
     with pytest.raises(ValueError, match=f"{LLM_NICE_ENV} must be"):
+        load_profile("cpu")
+
+
+def test_the_cpu_profiles_llm_dtype_is_bfloat16_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    def dtype() -> str:
+        args = list(cpu_profile().llm.vllm_args)
+        return args[args.index("--dtype") + 1]
+
+    assert dtype() == "bfloat16"
+    monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "float32")  # AVX2-only CPUs: 5-6x faster to the first token
+    assert dtype() == "float32"
+    monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "int4")
+    with pytest.raises(ValueError, match=f"{CPU_LLM_DTYPE_ENV} must be one of bfloat16, float32"):
         load_profile("cpu")
