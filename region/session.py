@@ -135,7 +135,7 @@ class TurnSession:
         if start.audio_bytes > 0:
             self._awaiting_audio = start
         else:
-            gate = self.node.admission.live_first if start.priority == "batch" else None
+            gate = self.node.admission.live_first if start.is_batch else None
             self._launch(Turn(start, gives_way=gate))
 
     async def _on_audio(self, frame: bytes) -> None:

@@ -38,7 +38,7 @@ def check_start(start: TurnStart, limits: LimitSettings) -> None:
     check_tools(start)
     if not 0.25 <= start.speed <= 4.0:  # (NaN fails too)
         raise BadEvent(f"speed must be in [0.25, 4.0], got {start.speed}")
-    if start.priority == "batch" and start.speak_text is None:
+    if start.is_batch and start.speak_text is None:
         raise BadEvent("priority 'batch' is for speak_text turns only (a speech batch's items)")
     if start.speak_text is not None:
         if not start.speak_text.strip():

@@ -108,7 +108,7 @@ class RegionAttempt:
         region = self.region
         self.progress.new_attempt()
         loop = asyncio.get_running_loop()
-        batch = self.start.priority == "batch"
+        batch = self.start.is_batch
         # The router's ``connect`` and ``admission`` stages (router/metrics.py); a batch item's
         # waits say nothing of what live callers wait for.
         stages = None if batch else metrics.STAGE_SECONDS

@@ -74,7 +74,7 @@ class TurnFailover:
             return "retry_limit"
         # The retry budget is the live turns': a batch item's retries are bounded by max_attempts
         # here and by the edge's batch worker backing off.
-        if self.attempts and self.start.priority != "batch" and not r.budget.take():
+        if self.attempts and not self.start.is_batch and not r.budget.take():
             return "retry_budget_exhausted"
         return ""
 
@@ -100,13 +100,13 @@ class TurnFailover:
             self.tried.append(region.id)
             if self.failed is not None:
                 yield self._failed_over(self.failed, region.id)
-            if self.start.priority != "batch":
+            if not self.start.is_batch:
                 metrics.STAGE_SECONDS.labels("choose").observe(time.perf_counter() - choosing)
             yield Routed(region=region.id, attempt=self.attempts)
             metrics.TURNS.labels(region.id).inc()
             slack = r.settings.last_resort_slack if len(ranked) == 1 else 1.0
             hang_slack = None
-            if self.start.priority == "batch":
+            if self.start.is_batch:
                 # A batch item pauses for every live turn on its region (region.live_first): a
                 # silence never moves it; a lost connection or failed probes do.
                 slack, hang_slack = BATCH_SLACK, r.settings.last_resort_slack
@@ -148,7 +148,7 @@ class TurnFailover:
                 yield ClientRefused.of(refused)
                 return
             await r.breakers.record(region.id, None)
-            if self.start.priority != "batch":  # its length says nothing of the region's speed
+            if not self.start.is_batch:  # its length says nothing of the region's speed
                 region.observe_success(time.perf_counter() - t0)
             r.sticky.stick(self.session.session_id, region.id)
             if attempt.done is not None:

@@ -133,6 +133,11 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
     carries it, so every region has it, and a failover keeps it."""
 
+    @property
+    def is_batch(self) -> bool:
+        """A speech batch's item: it waits for live turns, and says nothing of what callers wait for."""
+        return self.priority == "batch"
+
 
 class TurnCancel(msgspec.Struct, tag="turn.cancel", tag_field="type", kw_only=True):
     turn_id: str
