@@ -13,14 +13,17 @@ from region.pipeline import Stages
 from region.settings import RegionSettings
 from region.stt import Transcriber
 from region.tts import Synthesizer
+from region.workload import Workload
 from wire.text import ClauseChunker
 
 
 def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
     """faster-whisper, vLLM at ``llm_url`` and Kokoro, not loaded yet (``RegionNode.warm_up`` loads them)."""
+    work = Workload()  # shared: Kokoro takes more threads only while nothing else runs
     return Stages(
-        stt=Transcriber(settings.stt),
-        llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt),
-        tts=Synthesizer(settings.tts),
+        stt=Transcriber(settings.stt, work),
+        llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt, workload=work),
+        tts=Synthesizer(settings.tts, work),
         chunker=partial(ClauseChunker, first_words=settings.tts.first_chunk_words),
+        first_leg_tokens=settings.llm.first_leg_tokens,
     )

@@ -25,6 +25,7 @@ from region.settings import LlmSettings
 from region.think import ThinkFilter
 from region.tools import CallAssembler, chat_message, chat_tools, forced_call, forced_prompt, forced_schema
 from region.tools import request_mode as tool_mode
+from region.workload import Workload
 from wire.errors import InvalidToolCall, LlmRefused
 from wire.turn import NamedTool, TokenUsage, ToolCall, TurnStart
 
@@ -69,8 +70,11 @@ def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list
 class VllmClient:
     """``LlmClient`` for vLLM (OpenAI chat completions plus vLLM's continuation flags)."""
 
-    def __init__(self, settings: LlmSettings, url: str, *, system_prompt: str) -> None:
+    def __init__(
+        self, settings: LlmSettings, url: str, *, system_prompt: str, workload: Workload | None = None
+    ) -> None:
         self.settings = settings
+        self.workload = workload or Workload()
         self.url = url.rstrip("/")
         self.system_prompt = system_prompt
         # A read timeout bounds the gap between tokens, not the whole answer.
@@ -109,24 +113,25 @@ class VllmClient:
     async def _deltas(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | TokenUsage, None]:
         """The ``delta`` of each streamed chunk of one request, then its ``TokenUsage``."""
         try:
-            async with self._http.stream("POST", "/chat/completions", json=body) as r:
-                if r.status_code != 200:
-                    raise _refusal(r.status_code, await r.aread())
-                async for line in r.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    chunk = json.loads(data)
-                    if isinstance(usage := chunk.get("usage"), dict):
-                        yield TokenUsage(
-                            input_tokens=int(usage.get("prompt_tokens") or 0),
-                            output_tokens=int(usage.get("completion_tokens") or 0),
-                        )
-                    choices = chunk.get("choices") or []
-                    if choices:
-                        yield choices[0].get("delta") or {}
+            with self.workload.running("llm"):
+                async with self._http.stream("POST", "/chat/completions", json=body) as r:
+                    if r.status_code != 200:
+                        raise _refusal(r.status_code, await r.aread())
+                    async for line in r.aiter_lines():
+                        if not line.startswith("data:"):
+                            continue
+                        data = line[5:].strip()
+                        if data == "[DONE]":
+                            break
+                        chunk = json.loads(data)
+                        if isinstance(usage := chunk.get("usage"), dict):
+                            yield TokenUsage(
+                                input_tokens=int(usage.get("prompt_tokens") or 0),
+                                output_tokens=int(usage.get("completion_tokens") or 0),
+                            )
+                        choices = chunk.get("choices") or []
+                        if choices:
+                            yield choices[0].get("delta") or {}
         except httpx.HTTPError as exc:
             raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
 

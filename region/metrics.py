@@ -15,6 +15,10 @@ STAGE_HISTOGRAMS = {
     "llm_ttft_s": ("voicemesh_region_llm_ttft_seconds", "LLM time to first token"),
     "first_clause_s": ("voicemesh_region_first_clause_seconds", "Turn start to the first complete clause"),
     "tts_first_audio_s": ("voicemesh_region_tts_first_audio_seconds", "TTS time to the first clause's audio"),
+    "llm_held_s": (
+        "voicemesh_region_llm_held_seconds",
+        "Decoding held while the first clause was synthesised",
+    ),
     "first_audio_s": ("voicemesh_region_turn_first_audio_seconds", "Turn start to the first audio sent"),
     "total_s": ("voicemesh_region_turn_seconds", "Whole turn, admission to turn.done"),
     "queued_s": ("voicemesh_region_queued_seconds", "Time a turn waited for a slot"),

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from region.cancel import Cancelled, CancelToken
+from region.legs import holds, in_legs
 from region.live_first import LiveFirst
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
@@ -88,6 +89,9 @@ class Stages:
     llm: LlmClient
     tts: TextToSpeech
     chunker: Callable[[], ClauseChunker] = ClauseChunker
+    first_leg_tokens: int = 0
+    """Decode an answer's first this-many tokens, then hold until its first clause is synthesised
+    (``region.legs``; 0: one request, no hold)."""
 
 
 class Pipeline:
@@ -210,6 +214,15 @@ class _End:
     """Marks the end of the streaming pipeline's output queue."""
 
 
+@dataclass
+class _FirstClauseHold:
+    """A turn decoded in legs (``region.legs``): its first clause waits for the end of the short
+    first leg, then is synthesised with decoding held, so nothing else runs beside it."""
+
+    first_leg_over: asyncio.Event = field(default_factory=asyncio.Event)
+    first_spoken: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class StreamingPipeline(Pipeline):
     async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
         if turn.start.speak_text is not None:
@@ -223,8 +236,11 @@ class StreamingPipeline(Pipeline):
             return
         out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
         clauses: asyncio.Queue[str | ToolCalls | None] = asyncio.Queue()
-        writer = asyncio.create_task(self._write(turn, user_text, out, clauses), name="llm")
-        speaker = asyncio.create_task(self._speak_all(turn, out, clauses), name="tts")
+        hold = _FirstClauseHold()
+        if not holds(turn.start, self.stages.first_leg_tokens):
+            hold.first_leg_over.set()
+        writer = asyncio.create_task(self._write(turn, user_text, out, clauses, hold), name="llm")
+        speaker = asyncio.create_task(self._speak_all(turn, out, clauses, hold), name="tts")
         try:
             while not isinstance(item := await out.get(), _End):
                 if isinstance(item, BaseException):
@@ -238,13 +254,27 @@ class StreamingPipeline(Pipeline):
 
     async def _write(
         self, turn: Turn, user_text: str, out: asyncio.Queue[PipelineEvent | BaseException | _End],
-        clauses: asyncio.Queue[str | ToolCalls | None],
+        clauses: asyncio.Queue[str | ToolCalls | None], hold: _FirstClauseHold,
     ) -> None:  # fmt: skip
         chunker = self.stages.chunker()
         speaks = turn.start.output_audio  # a text-only turn sends no clause to TTS
         t = time.perf_counter()
+
+        async def first_clause_spoken() -> None:
+            hold.first_leg_over.set()
+            if "first_clause_s" in turn.timings:  # else no clause waits for TTS: nothing to hold for
+                held = time.perf_counter()
+                await hold.first_spoken.wait()
+                turn.mark("llm_held_s", held)
+
+        cap = self.stages.first_leg_tokens
+        answer = (
+            in_legs(self.stages.llm, turn.start, user_text, cap, first_clause_spoken)
+            if holds(turn.start, cap)
+            else self.stages.llm.stream(turn.start, user_text)
+        )
         try:
-            async for delta in self.stages.llm.stream(turn.start, user_text):
+            async for delta in answer:
                 if isinstance(delta, TokenUsage):
                     turn.usage = delta
                     continue
@@ -266,6 +296,7 @@ class StreamingPipeline(Pipeline):
         except Exception as exc:
             out.put_nowait(exc)
         finally:
+            hold.first_leg_over.set()
             clauses.put_nowait(None)
 
     async def _speak_all(
@@ -273,18 +304,24 @@ class StreamingPipeline(Pipeline):
         turn: Turn,
         out: asyncio.Queue[PipelineEvent | BaseException | _End],
         clauses: asyncio.Queue[str | ToolCalls | None],
+        hold: _FirstClauseHold,
     ) -> None:
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
                 if isinstance(clause, ToolCalls):
                     out.put_nowait(clause)
-                elif spoken := await self.speak(turn, index, clause):
+                    continue
+                await hold.first_leg_over.wait()  # the few tokens left: then the clause is alone
+                if spoken := await self.speak(turn, index, clause):
                     out.put_nowait(spoken)
                     index += 1
+                hold.first_spoken.set()
             out.put_nowait(_End())
         except Exception as exc:
             out.put_nowait(exc)
+        finally:
+            hold.first_spoken.set()  # a writer holding for the first clause never waits on a dead speaker
 
 
 class NaivePipeline(Pipeline):

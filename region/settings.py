@@ -34,6 +34,9 @@ class LlmSettings:
     chat_template_kwargs: dict[str, bool] = field(default_factory=dict)
     """Qwen3: ``{"enable_thinking": False}``."""
     ready_timeout_s: float = 300.0
+    first_leg_tokens: int = 0
+    """Decode an answer's first this-many tokens, then hold decoding until its first clause is
+    synthesised (``region.legs``): where the LLM and TTS share cores (the cpu profile); 0: off."""
     nice: int = 0
     """Scheduling niceness vLLM runs at (0-19): above 0, the region's STT and TTS threads win the
     cores they share with decoding (the cpu profile); 0 where they share none (the gpu profile)."""
@@ -48,6 +51,9 @@ class TtsSettings:
     lang: str = "en-us"
     speed: float = 1.0
     intra_op_threads: int = 1
+    wide_intra_op_threads: int = 0
+    """Threads for a clause started while nothing else runs in the region (``region.workload``);
+    not above ``intra_op_threads`` (0): one session, always those threads."""
     first_chunk_words: int = 0
     """The first clause of an answer ends after this many words when no comma or sentence end came
     first (``wire.text.ClauseChunker.first_words``; 0: off): its audio starts sooner."""

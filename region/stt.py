@@ -10,6 +10,7 @@ from faster_whisper import WhisperModel
 
 from region.cancel import CancelToken
 from region.settings import SttSettings
+from region.workload import Workload
 from wire.audio import FloatAudio
 from wire.errors import ModelMissing
 from wire.turn import Segment
@@ -20,8 +21,9 @@ log = logging.getLogger(__name__)
 class Transcriber:
     """``SpeechToText`` with faster-whisper."""
 
-    def __init__(self, settings: SttSettings) -> None:
+    def __init__(self, settings: SttSettings, workload: Workload | None = None) -> None:
         self.settings = settings
+        self.workload = workload or Workload()
         self._model: WhisperModel | None = None
 
     @property
@@ -46,14 +48,16 @@ class Transcriber:
 
     async def transcribe(self, audio: FloatAudio, cancel: CancelToken) -> str:
         """16 kHz float audio -> text. Cancel takes effect at the next segment boundary."""
-        segments = await asyncio.to_thread(self._run, audio, cancel, "", "", False)
+        with self.workload.running("stt"):
+            segments = await asyncio.to_thread(self._run, audio, cancel, "", "", False)
         return join_segments(segments)
 
     async def transcribe_timed(
         self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
     ) -> list[Segment]:
         """The same as timed segments; ``language``/``prompt`` override the settings for one turn."""
-        return await asyncio.to_thread(self._run, audio, cancel, language, prompt, True)
+        with self.workload.running("stt"):
+            return await asyncio.to_thread(self._run, audio, cancel, language, prompt, True)
 
     def _run(
         self, audio: FloatAudio, cancel: CancelToken, language: str, prompt: str, timed: bool

@@ -28,7 +28,7 @@ from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
 from region.voice_styles import check_custom
 from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
-from wire.turn import RegionMessage, Segment, ToolCall, TurnStart, decode_region
+from wire.turn import RegionMessage, Segment, TokenUsage, ToolCall, TurnStart, decode_region
 from wire.voices import CustomVoice
 
 
@@ -169,8 +169,10 @@ class ScriptedLlm:
         hold: Hold | None = None,
         hold_at: int = 0,
         calls: Sequence[ToolCall] = (),
+        counts_tokens: bool = False,
     ) -> None:
         self.reply = reply
+        self.counts_tokens = counts_tokens
         self.calls = list(calls)
         self.hold = hold
         self.hold_at = hold_at
@@ -183,12 +185,14 @@ class ScriptedLlm:
     async def load(self) -> None:
         pass
 
-    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall]:
+    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
         self.requests.append((start, user_text))
         reply = self.reply
         if start.heard_text and reply.startswith(start.heard_text):
             reply = reply[len(start.heard_text) :]
         deltas = re.split(r"(?<=\s)(?=\S)", reply)
+        if self.counts_tokens:
+            deltas = deltas[: start.max_output_tokens]
         self.open_streams += 1
         finished = False
         try:
@@ -200,6 +204,9 @@ class ScriptedLlm:
             if start.tools and start.tool_choice != "none":
                 for call in self.calls:
                     yield call
+            if self.counts_tokens:
+                prompt = len(user_text.split()) + len(start.heard_text.split())
+                yield TokenUsage(input_tokens=prompt, output_tokens=len(deltas))
             finished = True
         finally:
             self.open_streams -= 1

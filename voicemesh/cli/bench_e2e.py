@@ -1,4 +1,5 @@
-"""``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline."""
+"""``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline; and
+``voicemesh bench tts-contention``: what decoding beside Kokoro costs its first clause."""
 
 from __future__ import annotations
 
@@ -76,5 +77,40 @@ def bench_e2e(
                 code=130,
             )
         click.echo(work.result()["table"])
+
+    run_until_signal(main)
+
+
+@bench.command("tts-contention")
+@click.option(
+    "--llm-url",
+    required=True,
+    default=lambda: os.environ.get("VOICEMESH_LLM_URL") or None,
+    help="A running vLLM (…/v1) to keep decoding (default: $VOICEMESH_LLM_URL).",
+)
+@click.option(
+    "--wide", default=2, show_default=True, type=click.IntRange(1, 64), help="Threads to compare with 1."
+)
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1))
+@profile_option
+def bench_tts_contention(llm_url: str, wide: int, rounds: int, profile: str | None) -> None:
+    """Kokoro on an opening clause alone and beside a decoding vLLM, at 1 and --wide threads."""
+    from voicemesh.bench.tts_contention import run_tts_contention
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+
+    async def main(stop: asyncio.Event) -> None:
+        work = asyncio.create_task(
+            run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress)
+        )
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.wait({work})
+            fail("benchmark interrupted", code=130)
+        click.echo(work.result())
 
     run_until_signal(main)

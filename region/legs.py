@@ -1,0 +1,66 @@
+"""The first clause gets the cores: an answer decoded in two legs, with a hold between them.
+
+Where the LLM and TTS share CPU cores (the cpu profile), vLLM decoding the rest of an answer slows
+the synthesis of its first clause 2-2.5x (Kokoro on four words: 1.45 s alone, 3.5 s beside
+decoding; docs/benchmarks.md). So the first leg asks for only ``cap`` tokens, enough for the first
+clause; the second leg starts once that clause's audio is ready (``ready``), and continues the
+assistant message from the text of the first (vLLM's ``continue_final_message``, as a failover
+does). An answer that ends within the first leg costs nothing more; the tokens of both legs are
+counted as one answer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import msgspec
+
+from region.protocols import LlmClient
+from wire.turn import TokenUsage, ToolCall, TurnStart
+
+
+def holds(start: TurnStart, cap: int) -> bool:
+    """Whether a turn is decoded in legs: only a spoken answer without tools (a call's arguments
+    are not split across requests) that may run past the first leg."""
+    return cap > 0 and start.output_audio and not start.tools and start.max_output_tokens > cap
+
+
+async def in_legs(
+    llm: LlmClient, start: TurnStart, user_text: str, cap: int, ready: Callable[[], Awaitable[None]]
+) -> AsyncIterator[str | ToolCall | TokenUsage]:
+    """``llm.stream(start, user_text)``, decoded as two legs with ``await ready()`` between them."""
+    first = msgspec.structs.replace(start, max_output_tokens=cap)
+    text = ""
+    used: TokenUsage | None = None
+    async for piece in llm.stream(first, user_text):
+        if isinstance(piece, TokenUsage):
+            used = piece
+            continue
+        if isinstance(piece, str):
+            text += piece
+        yield piece
+    if used is None or used.output_tokens < cap:
+        if used is not None:
+            yield used  # ended within the first leg (or the server counted nothing: no second leg)
+        return
+    await ready()
+    # No visible text yet (a leg spent inside a <think> block): nothing to continue from, so the
+    # answer is asked for whole; else the second leg continues the first's words.
+    rest = msgspec.structs.replace(
+        start,
+        heard_text=start.heard_text + text,
+        max_output_tokens=start.max_output_tokens - (used.output_tokens if text else 0),
+    )
+    trim = text[-1:].isspace()  # the tokenizer would start the second leg with a space again
+    async for piece in llm.stream(rest, user_text):
+        if isinstance(piece, TokenUsage):
+            # The second leg's prompt repeats the first's words: the user's input is the first's.
+            yield TokenUsage(
+                input_tokens=used.input_tokens, output_tokens=used.output_tokens + piece.output_tokens
+            )
+            continue
+        if isinstance(piece, str) and trim:
+            piece, trim = piece.lstrip(), not piece.strip()
+            if not piece:
+                continue
+        yield piece

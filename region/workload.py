@@ -1,0 +1,35 @@
+"""What a region's models are doing right now, so one model can take cores the others leave idle.
+
+Kokoro on two threads synthesises a clause 1.7x as fast as on one when nothing else runs, but
+slower when decoding or another model holds a core (one thread waits for the other at every
+operator; docs/benchmarks.md "Levers"). The stages count their running work here, and the
+synthesiser asks whether it is alone before it picks a session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from typing import Literal
+
+Work = Literal["stt", "llm", "tts"]
+
+
+class Workload:
+    """Counts of running work per stage, on one event loop (its worker threads never touch it)."""
+
+    def __init__(self) -> None:
+        self._running: Counter[Work] = Counter()
+
+    @contextlib.contextmanager
+    def running(self, work: Work) -> Iterator[None]:
+        self._running[work] += 1
+        try:
+            yield
+        finally:
+            self._running[work] -= 1
+
+    def idle(self) -> bool:
+        """Nothing runs: a stage about to start may take every core."""
+        return not any(self._running.values())
