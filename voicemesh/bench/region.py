@@ -32,6 +32,7 @@ from wire.audio import STT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio, run_turn
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth
+from wire.tasks import Stopped, unless_stopped
 from wire.turn import TurnStart
 
 Report = Callable[[str], None]
@@ -78,15 +79,10 @@ async def run_bench(
     options: BenchOptions, settings: RegionSettings, *, stop: asyncio.Event, report: Report
 ) -> str:
     """Run the benchmark; returns the summary table. Setting ``stop`` abandons it at once."""
-    work = asyncio.create_task(_bench(options, settings, stop, report))
-    stopper = asyncio.create_task(stop.wait())
-    await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    stopper.cancel()
-    if not work.done():
-        work.cancel()
-        await asyncio.wait({work})
+    try:
+        return await unless_stopped(_bench(options, settings, stop, report), stop)
+    except Stopped:
         return "benchmark interrupted"
-    return work.result()
 
 
 async def _bench(options: BenchOptions, settings: RegionSettings, stop: asyncio.Event, report: Report) -> str:

@@ -9,6 +9,7 @@ import os
 import click
 
 from voicemesh.cli.common import bench, fail, profile_option, progress, run_until_signal
+from wire.tasks import Stopped, unless_stopped
 
 
 def _callers(value: str) -> tuple[int, ...]:
@@ -64,19 +65,15 @@ def bench_e2e(
     )  # fmt: skip
 
     async def main(stop: asyncio.Event) -> None:
-        work = asyncio.create_task(run_e2e(options, progress, load_profile(profile)))
-        stopper = asyncio.create_task(stop.wait())
-        await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if not work.done():
-            progress("interrupted: stopping every process the bench started")
-            work.cancel()
-            await asyncio.wait({work})
+        try:
+            result = await unless_stopped(run_e2e(options, progress, load_profile(profile)), stop)
+        except Stopped:
             fail(
-                "benchmark interrupted" + (f"; the passes done are in {json_out}" if json_out else ""),
+                "benchmark interrupted: every process it started is stopped"
+                + (f"; the passes done are in {json_out}" if json_out else ""),
                 code=130,
             )
-        click.echo(work.result()["table"])
+        click.echo(result["table"])
 
     run_until_signal(main)
 
@@ -101,16 +98,10 @@ def bench_tts_contention(llm_url: str, wide: int, rounds: int, profile: str | No
     p = load_profile(profile)
 
     async def main(stop: asyncio.Event) -> None:
-        work = asyncio.create_task(
-            run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress)
-        )
-        stopper = asyncio.create_task(stop.wait())
-        await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if not work.done():
-            work.cancel()
-            await asyncio.wait({work})
+        work = run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress)
+        try:
+            click.echo(await unless_stopped(work, stop))
+        except Stopped:
             fail("benchmark interrupted", code=130)
-        click.echo(work.result())
 
     run_until_signal(main)
