@@ -7,6 +7,12 @@ clause; the second leg starts once that clause's audio is ready (``ready``), and
 assistant message from the text of the first (vLLM's ``continue_final_message``, as a failover
 does). An answer that ends within the first leg costs nothing more; the tokens of both legs are
 counted as one answer's.
+
+Known gap, why it is opt-in (``VOICEMESH_FIRST_LEG_TOKENS``): the first leg asks for ``cap`` tokens,
+so vLLM checks the turn's whole ``max_output_tokens`` against the context only at the second leg,
+after the first words were spoken (and an answer shorter than ``cap`` is never refused). The fix:
+ask the first leg for the full ``max_tokens`` and close it after ``cap`` tokens, counted from
+vLLM's ``continuous_usage_stats``.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ class LlmSettings:
     ready_timeout_s: float = 300.0
     first_leg_tokens: int = 0
     """Decode an answer's first this-many tokens, then hold decoding until its first clause is
-    synthesised (``region.legs``): where the LLM and TTS share cores (the cpu profile); 0: off."""
+    synthesised (``region.legs``): where the LLM and TTS share cores (opt-in on the cpu profile,
+    ``VOICEMESH_FIRST_LEG_TOKENS``); 0: off."""
     nice: int = 0
     """Scheduling niceness vLLM runs at (0-19): above 0, the region's STT and TTS threads win the
     cores they share with decoding (the cpu profile); 0 where they share none (the gpu profile)."""

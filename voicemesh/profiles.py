@@ -87,11 +87,19 @@ FIRST_CHUNK_WORDS = 4
 sentence before the first audio, and the LLM writes less of it (on a GPU, that part still counts)."""
 
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
-FIRST_LEG_TOKENS = 10
-"""The cpu profile decodes an answer's first 10 tokens (about the four words of the first chunk),
-then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``; 0: off): on
-two shared cores Kokoro takes 2-2.5x as long beside decoding. The gpu profile decodes on the GPU
-and synthesises beside it, so it has nothing to hold for (0)."""
+FIRST_LEG_TOKENS = 0
+"""With N > 0 the cpu profile decodes an answer's first N tokens (10: about the four words of the
+first chunk), then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``):
+on two shared cores Kokoro takes longer beside decoding. Off by default for now: the first leg
+asks vLLM for only N tokens, so a request vLLM would refuse whole (max tokens over the context) is
+refused only at the second leg, after the first words were spoken (docs/benchmarks.md "Levers
+found end to end"). The gpu profile decodes on the GPU: nothing to hold for (0)."""
+
+TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
+"""Kokoro's threads for a clause started while nothing else runs in the region
+(``TtsSettings.wide_intra_op_threads``; 0, the default: one session). 2 measured 1.07 vs 1.63 s on
+a first clause alone, but a full CI run saw a live caller's time to first audio during a speech
+batch at 1.30x its time without (bound 1.2x) with it on: off until that is understood."""
 
 
 CPU_LLM_DTYPE_ENV = "VOICEMESH_CPU_LLM_DTYPE"
@@ -145,6 +153,10 @@ def _llm_nice() -> int:
 
 def _first_leg_tokens() -> int:
     return _env_int(FIRST_LEG_ENV, FIRST_LEG_TOKENS, 0, 4096)
+
+
+def _tts_wide_threads() -> int:
+    return _env_int(TTS_WIDE_ENV, 0, 0, 64)
 
 
 def _first_chunk_words() -> int:
@@ -207,7 +219,7 @@ def cpu_profile() -> Profile:
             default_voice="jf_alpha",
             lang="en-us",
             intra_op_threads=1,
-            wide_intra_op_threads=min(4, os.cpu_count() or 1),
+            wide_intra_op_threads=_tts_wide_threads(),
             first_chunk_words=_first_chunk_words(),
         ),
         edge=_edge_models(models),

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from voicemesh.cli.common import cli
 from voicemesh.cli.main import _register
-from voicemesh.profiles import FIRST_LEG_ENV, load_profile
+from voicemesh.profiles import FIRST_LEG_ENV, TTS_WIDE_ENV, load_profile
 
 
 def test_default_is_cpu_and_its_files_exist(models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,21 +48,23 @@ def test_models_list_shows_the_gpu_profile() -> None:
 
 def test_the_cpu_profile_keeps_a_core_for_speech_and_the_gpu_profile_holds_nothing() -> None:
     """Issue 15's levers where the LLM and speech share CPU cores: vLLM in one process on half the
-    cores (no busy-polling worker beside Kokoro), decoding held for the first clause, and Kokoro on
-    more threads when it runs alone. On the gpu profile decoding is on the GPU: none of them."""
+    cores (no busy-polling worker beside Kokoro); decoding held for the first clause and Kokoro on
+    more threads when it runs alone are opt-in. On the gpu profile decoding is on the GPU: none."""
     cpu, gpu = load_profile("cpu"), load_profile("gpu")
     args = " ".join(cpu.llm.vllm_args)
     assert "--distributed-executor-backend uni" in args
     assert cpu.llm.vllm_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # vLLM's condition for uni on CPU
     assert 1 <= int(cpu.llm.vllm_env["OMP_NUM_THREADS"]) < max(2, os.cpu_count() or 1)
-    assert cpu.llm.first_leg_tokens > 0 and gpu.llm.first_leg_tokens == 0
-    assert cpu.tts.wide_intra_op_threads > cpu.tts.intra_op_threads
+    assert cpu.llm.first_leg_tokens == 0 and gpu.llm.first_leg_tokens == 0  # opt-in for now
+    assert cpu.tts.wide_intra_op_threads == 0  # opt-in for now
     assert "uni" not in gpu.llm.vllm_args and "OMP_NUM_THREADS" not in gpu.llm.vllm_env
 
 
-def test_the_first_leg_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FIRST_LEG_ENV, "0")  # off: one request per answer, no hold
-    assert load_profile("cpu").llm.first_leg_tokens == 0
+def test_the_first_leg_and_wide_kokoro_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FIRST_LEG_ENV, "10")
+    monkeypatch.setenv(TTS_WIDE_ENV, "2")
+    cpu = load_profile("cpu")
+    assert cpu.llm.first_leg_tokens == 10 and cpu.tts.wide_intra_op_threads == 2
     monkeypatch.setenv(FIRST_LEG_ENV, "ten")
     with pytest.raises(ValueError, match=f"{FIRST_LEG_ENV} must be a whole number"):
         load_profile("cpu")
