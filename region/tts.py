@@ -34,6 +34,10 @@ class _TurnAwareSession:
         self._wide = wide
         self._local = threading.local()
 
+    @property
+    def has_wide(self) -> bool:
+        return self._wide is not None
+
     def use(self, options: ort.RunOptions | None, *, wide: bool = False) -> None:
         self._local.options = options
         self._local.wide = wide
@@ -109,7 +113,8 @@ class Synthesizer:
             # and a style costs about a millisecond (a blend of <= 8 arrays, or one base64 decode).
             assert self._kokoro is not None, "Synthesizer.load() first"
             style = self.styles.style(voice, self._kokoro.get_voice_style)
-        wide = self.settings.wide_intra_op_threads > self.settings.intra_op_threads and self.workload.idle()
+        # The wide session exists only when the settings give it more threads (``_load``).
+        wide = self._session is not None and self._session.has_wide and self.workload.idle()
         self.wide_clauses += wide  # nothing else runs here: the clause may take every thread
         with self.workload.running("tts"):
             return await asyncio.to_thread(self._run, text, style, cancel, speed, wide)
