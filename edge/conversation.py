@@ -223,7 +223,19 @@ class Conversation:
         the instructions, the turn and the answer (oldest messages left out first). Raises
         ``BadEvent`` when there is no input, ``InvalidParam`` when even no history does not fit;
         either way the pending input stays."""
-        audio_item, audio = self._pending_audio or (None, b"")
+        turn = self._turn(*(self._pending_audio or (None, b"")))
+        self._pending_audio = None
+        for item in self._items:
+            item.pending = False
+        self._changed()
+        return turn
+
+    def next_turn(self, audio: bytes) -> UserTurn:
+        """The turn ``take_turn`` would give once ``audio`` is committed as a new item (which has no
+        id yet); nothing changes."""
+        return self._turn(None, audio)
+
+    def _turn(self, audio_item: str | None, audio: bytes) -> UserTurn:
         pending = [i for i in self._items if i.pending and i.text is not None]
         if not audio and not pending:
             raise BadEvent(
@@ -231,8 +243,8 @@ class Conversation:
             )
         # With audio, every message goes before it; without, the last message is the turn's text.
         text = transcript = None
-        if audio_item is not None:
-            reply_to = self.find(audio_item)
+        if audio_item is not None or audio:
+            reply_to = self.find(audio_item) if audio_item is not None else None
             transcript = reply_to.text if reply_to is not None else None
         elif pending[-1].type == "function_call_output":
             reply_to, text = None, ""  # answered from the history, where the output is the newest
@@ -246,10 +258,6 @@ class Conversation:
             max_output_tokens=state.max_output_tokens,
             limits=self._limits,
         )
-        self._pending_audio = None
-        for item in self._items:
-            item.pending = False
-        self._changed()
         return UserTurn(
             history=history, audio_item_id=audio_item, audio=audio, text=text, transcript=transcript
         )

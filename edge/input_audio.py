@@ -12,7 +12,7 @@ import numpy as np
 
 from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
 from edge.protocols import CHUNK, F32, SpeechProbability
-from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
+from edge.turn_detector import TurnDetector, TurnEvent
 from wire.audio import STT_RATE, float_to_pcm16
 from wire.errors import BadAudio
 
@@ -96,7 +96,7 @@ class InputAudio:
         self._buf.extend(self._decoder.flush())
         self._decoder = InputDecoder(fmt, STT_RATE)
 
-    async def append(self, data: bytes) -> list[SpeechStarted | SpeechStopped]:
+    async def append(self, data: bytes) -> list[TurnEvent]:
         """Client audio in the session's input format."""
         samples = self._decoder.samples(data)  # (checks the length first: bad audio is refused as such)
         if self.detector is None and len(self._buf) + self._decoder.pending + samples > self._max_samples:
@@ -107,7 +107,7 @@ class InputAudio:
         self._buf.extend(self._decoder.decode(data))
         if self.detector is None:
             return []
-        events: list[SpeechStarted | SpeechStopped] = []
+        events: list[TurnEvent] = []
         while self._vad_pos + CHUNK <= self._buf_start + len(self._buf):
             i = self._vad_pos - self._buf_start
             prob = await self._vad.probability(self._buf.view[i : i + CHUNK])
@@ -132,11 +132,20 @@ class InputAudio:
         what the resampler holds), and drop the buffer up to the end of what was taken."""
         if end_ms is None:
             self._flush_decoder(self._decoder.format)
-        start = max(0, (start_ms or 0) * MS - self._buf_start)
-        end = len(self._buf) if end_ms is None else max(start, end_ms * MS - self._buf_start)
+        start, end = self._span(start_ms, end_ms)
         pcm = float_to_pcm16(self._buf.view[start:end])
         self._trim(self._buf_start + end)
         return pcm
+
+    def peek(self, start_ms: int, end_ms: int) -> bytes:
+        """What ``take(start_ms, end_ms)`` would return now, leaving the buffer as it is."""
+        start, end = self._span(start_ms, end_ms)
+        return float_to_pcm16(self._buf.view[start:end])
+
+    def _span(self, start_ms: int | None, end_ms: int | None) -> tuple[int, int]:
+        start = max(0, (start_ms or 0) * MS - self._buf_start)
+        end = len(self._buf) if end_ms is None else max(start, end_ms * MS - self._buf_start)
+        return start, end
 
     def clear(self) -> None:
         self._flush_decoder(self._decoder.format)  # (dropped too, but counted: positions stay true)

@@ -1,5 +1,8 @@
 """One session's user turns from its input audio: server VAD's speech started/stopped, and commits
-(automatic at the end of speech, or the client's ``input_audio_buffer.commit``).
+(automatic at the end of speech, or the client's ``input_audio_buffer.commit``). A pause in the
+speech (``pause_ms``, shorter than the silence window) is offered to ``on_pause`` with the audio a
+stop there would commit, and speech coming back to ``on_resume``: nothing is sent to the client
+for either (``edge/speculation.py``).
 
 A committed buffer becomes a user item in the conversation. What a turn starts or stops is the
 session's business: ``on_speech_started`` (barge-in?) and ``on_turn_end`` (respond?) tell it.
@@ -18,7 +21,7 @@ from edge.events import Send, new_id, server_event
 from edge.input_audio import InputAudio
 from edge.protocols import SpeechProbability
 from edge.state import TurnDetection
-from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
+from edge.turn_detector import SpeechPaused, SpeechResumed, SpeechStarted, SpeechStopped, TurnDetector
 from wire.errors import BadAudio
 
 MIN_COMMIT_MS = 100
@@ -35,14 +38,20 @@ class InputTurns:
         max_buffer_s: float,
         on_speech_started: Callable[[], None],
         on_turn_end: Callable[[], Awaitable[None]],
+        on_pause: Callable[[bytes], None] | None = None,
+        on_resume: Callable[[], None] | None = None,
+        pause_ms: int = 0,
         audio_format: str = PCM,
     ) -> None:
-        detector = TurnDetector(detection) if detection else None
+        self._pause_ms = pause_ms if on_pause is not None else 0
+        detector = TurnDetector(detection, pause_ms=self._pause_ms) if detection else None
         self.audio = InputAudio(vad, detector, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
         self._conversation = conversation
         self._send = send
         self._on_speech_started = on_speech_started
         self._on_turn_end = on_turn_end
+        self._on_pause = on_pause
+        self._on_resume = on_resume
         self._speech_item: str | None = None
         self._speech_start_ms = 0
         self.stopped_at: float | None = None
@@ -57,7 +66,7 @@ class InputTurns:
         if detection is None:
             self.audio.detector = None
         elif self.audio.detector is None:
-            self.audio.detector = TurnDetector(detection)
+            self.audio.detector = TurnDetector(detection, pause_ms=self._pause_ms)
         else:
             self.audio.detector.config = detection
 
@@ -74,8 +83,13 @@ class InputTurns:
         for ev in await self.audio.append(data):
             if isinstance(ev, SpeechStarted):
                 await self._speech_started(ev)
-            else:
+            elif isinstance(ev, SpeechStopped):
                 await self._speech_stopped(ev)
+            elif isinstance(ev, SpeechPaused):
+                if self._on_pause is not None:
+                    self._on_pause(self.audio.peek(self._speech_start_ms, ev.audio_end_ms))
+            elif isinstance(ev, SpeechResumed) and self._on_resume is not None:
+                self._on_resume()
 
     async def commit(self) -> None:
         """``input_audio_buffer.commit``."""

@@ -18,6 +18,12 @@ RESPONSES = Counter(
     "Responses finished, by status and who served them",
     ["status", "served_by"],
 )
+SPECULATIVE_TURNS = Counter(
+    "voicemesh_edge_speculative_turns_total",
+    "Turns started at a pause in the speech (edge/speculation.py): `adopted` when the end of the turn"
+    " was called on them, `dropped` when speech came back or the turn changed",
+    ["outcome"],
+)
 KEY_TURNS = Counter(
     "voicemesh_edge_key_turns_total",
     "Turns finished per API key id, by outcome (completed, degraded, failed, cancelled): edge/usage.py",

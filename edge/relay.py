@@ -91,12 +91,15 @@ class RouterRelay:
     held: HeldText = field(default_factory=HeldText)
     voiced: bool = False
     """Some region audio of this response reached the player (text, for a text-only response)."""
+    arrival: Callable[[], float] = time.perf_counter
+    """When the event just read reached the edge: now, or when a turn started early read it
+    (``edge/speculation.py``)."""
 
     async def run(self) -> None:
         """Relay until the router's stream ends; then tell the player no more audio is coming."""
         try:
             async for ev in self.events:
-                if not await self._relay(ev, time.perf_counter()):
+                if not await self._relay(ev, self.arrival()):
                     break
         except ProtocolError as exc:  # a router that raises instead of yielding its outcome
             await self._refuse(ClientRefused.of(exc))

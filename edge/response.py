@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -70,6 +71,8 @@ class Response:
     """What ``response.create`` asked for (metadata, out of band, max tokens), for its events."""
     prompt: tuple[str, ...] = ()
     """The text the region was given (instructions, history, the user's words), for ``usage``."""
+    arrival: Callable[[], float] = time.perf_counter
+    """When the event just read from ``events`` reached the edge (``RouterRelay.arrival``)."""
     _cancel_reason: CancelReason | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -84,8 +87,9 @@ class Response:
         self.player = Player(self.frames, self.lead_s, self.relay_times, FORMATS[self.output_format])
         fallback = FallbackReply(self.fallback, self.hold_message)
         self.relay = RouterRelay(
-            self.events, self.frames, self.player, fallback, self.on_transcript, on_call=self.on_call
-        )
+            self.events, self.frames, self.player, fallback, self.on_transcript, on_call=self.on_call,
+            arrival=self.arrival,
+        )  # fmt: skip
 
     @property
     def id(self) -> str:

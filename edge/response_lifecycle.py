@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
 
 import msgspec
 
@@ -28,13 +30,14 @@ from edge.metrics import RESPONSES
 from edge.response import CancelReason, Response, ResponseResult
 from edge.response_params import ResponseParams, answer_input, fit_turn, response_params
 from edge.services import EdgeServices
+from edge.speculation import SpeculativeTurn
 from edge.stages import silence_window_s
 from edge.state import SessionState
 from edge.tenancy import refusal_for, routing_of
 from edge.transcription import InputTranscription
 from edge.usage import UsageDelta
 from router.api import Degraded, RoutedEvent
-from wire.errors import BadEvent
+from wire.errors import BadEvent, ProtocolError
 from wire.turn import Transcript, TurnStart
 
 
@@ -57,6 +60,9 @@ class ResponseLifecycle:
         self.turn_start: TurnStart | None = None
         """What the response in progress asked the router (a session snapshot keeps it)."""
         self._task: asyncio.Task[None] | None = None
+        self._speculative: SpeculativeTurn | None = None
+        """The turn started at a pause in the user's speech (``speculate``), if one is."""
+        self._drops: set[asyncio.Task[None]] = set()
         self.on_done: Callable[[], None] | None = None
         """Called as each ``response.done`` has gone out (``SessionHooks.response_done``)."""
 
@@ -65,16 +71,69 @@ class ResponseLifecycle:
         of a VAD turn (the session's settings): answer the pending input, or what ``params`` say.
         ``speech_stopped_at`` (perf_counter): when server VAD called the end of the speech this
         answers, where the response's stages begin (``edge/stages.py``)."""
-        if self.response is not None:
-            raise BadEvent(
-                "a response is already in progress", code="conversation_already_has_active_response"
+        spec, self._speculative = self._speculative, None
+        early = None
+        try:
+            if self.response is not None:
+                raise BadEvent(
+                    "a response is already in progress", code="conversation_already_has_active_response"
+                )
+            state, services = self._state, self._services
+            params = params or response_params(None, state, services.settings)
+            turn = answer_input(params, self._conversation, state)
+            start, turn = self._turn_start(params, turn)
+            if turn.audio_item_id is not None:
+                self._transcription.taken(turn.audio_item_id)  # this response transcribes it
+            if spec is not None and spec.matches(routing_of(state), start, self._audio_of(turn)):
+                start, early = spec.start, spec
+        finally:
+            if spec is not None and early is None:
+                self._closing(spec.drop())
+        self._launch(start, params, turn, early)
+        td = state.turn_detection
+        if speech_stopped_at is not None and td is not None and self.response is not None:
+            sent_at = early.started_at if early is not None else None
+            self.response.frames.stages.heard_speech(
+                speech_stopped_at, silence_window_s(td.silence_duration_ms), sent_at=sent_at
             )
-        state, services = self._state, self._services
-        params = params or response_params(None, state, services.settings)
-        turn = answer_input(params, self._conversation, state)
-        turn, max_output_tokens = fit_turn(turn, params, services.settings.limits.content)
-        if turn.audio_item_id is not None:
-            self._transcription.taken(turn.audio_item_id)  # this response transcribes it
+            if early is not None:
+                early_ms = max(0.0, speech_stopped_at - early.started_at) * 1000
+                self.response.frames.metadata["voicemesh_started_early_ms"] = f"{early_ms:.0f}"
+
+    def speculate(self, audio: bytes) -> None:
+        """A pause in the user's speech: start the turn its end would start, with ``audio``, unseen
+        (``edge/speculation.py``); ``start`` takes it over if the same turn is called. Not while a
+        response is in progress, whose slot the called turn could not take."""
+        if self.response is not None or not audio:
+            return
+        self.drop_speculation()
+        state = self._state
+        params = response_params(None, state, self._services.settings)
+        try:
+            start, _ = self._turn_start(params, self._conversation.next_turn(audio))
+        except ProtocolError:
+            return  # the called turn would be refused too: it says so then
+        routing = routing_of(state)
+        self._speculative = SpeculativeTurn(
+            routing, start, audio, self._services.router.run_turn(routing, start, audio)
+        )
+
+    def drop_speculation(self) -> None:
+        """Speech came back: the turn started at the pause is not the one that will be called."""
+        spec, self._speculative = self._speculative, None
+        if spec is not None:
+            self._closing(spec.drop())
+
+    def _closing(self, closing: Coroutine[Any, Any, None]) -> None:
+        """Closing a dropped turn (its region's cancel) goes on beside the session; ``close`` waits."""
+        task = asyncio.create_task(closing)
+        self._drops.add(task)
+        task.add_done_callback(self._drops.discard)
+
+    def _turn_start(self, params: ResponseParams, turn: UserTurn) -> tuple[TurnStart, UserTurn]:
+        """What the router is asked for ``turn``, with the history that fits."""
+        state = self._state
+        turn, max_output_tokens = fit_turn(turn, params, self._services.settings.limits.content)
         start = TurnStart(
             turn_id=new_id("turn"),
             voice=params.region_voice,
@@ -90,12 +149,12 @@ class ResponseLifecycle:
             priority=state.priority,
             custom_voice=params.custom_voice,
         )
-        self._launch(start, params, turn)
-        td = state.turn_detection
-        if speech_stopped_at is not None and td is not None and self.response is not None:
-            self.response.frames.stages.heard_speech(
-                speech_stopped_at, silence_window_s(td.silence_duration_ms)
-            )
+        return start, turn
+
+    @staticmethod
+    def _audio_of(turn: UserTurn) -> bytes | None:
+        """The audio the router gets with ``turn``: none when its transcript is known."""
+        return None if turn.transcript is not None else turn.audio or None
 
     def continue_turn(self, start: TurnStart) -> None:
         """Finish an answer another connection (edge) was playing when it went away: ``start`` as
@@ -111,12 +170,23 @@ class ResponseLifecycle:
         turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
         self._launch(start, params, turn)
 
-    def _launch(self, start: TurnStart, params: ResponseParams, turn: UserTurn) -> None:
+    def _launch(
+        self,
+        start: TurnStart,
+        params: ResponseParams,
+        turn: UserTurn,
+        early: SpeculativeTurn | None = None,
+    ) -> None:
+        """Start the response; ``early``: the turn already started for it, at a pause."""
         state, services = self._state, self._services
         self.turn_start = start
-        audio = None if turn.transcript is not None else turn.audio or None
+        audio = self._audio_of(turn)
         trail = TurnTrail()
-        events = self._watched(services.router.run_turn(routing_of(state), start, audio), start, trail)
+        if early is None:
+            routed, arrival = services.router.run_turn(routing_of(state), start, audio), time.perf_counter
+        else:
+            routed, arrival = early.adopt(), early.arrival
+        events = self._watched(routed, start, trail)
         response = Response(
             send=self._send,
             events=events,
@@ -131,6 +201,7 @@ class ResponseLifecycle:
             on_call=None if params.out_of_band else self._conversation.add_call,
             params=params,
             prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
+            arrival=arrival,
         )
         if not params.out_of_band:
             timeline = response.player.timeline if params.output_audio else None  # None: text only
@@ -198,6 +269,8 @@ class ResponseLifecycle:
 
     async def close(self) -> None:
         """The session is closing: stop the response without finishing it."""
+        self.drop_speculation()
+        await asyncio.gather(*self._drops, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):

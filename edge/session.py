@@ -132,6 +132,9 @@ class RealtimeSession:
             max_buffer_s=limits.max_buffer_s,
             on_speech_started=self._speech_started,
             on_turn_end=self._turn_ended,
+            on_pause=self._speech_paused,
+            on_resume=self.responses.drop_speculation,
+            pause_ms=services.settings.vad.speculate_after_ms,
             audio_format=state.input_audio_format,
         )
         self._keeper = SessionKeeper(
@@ -347,6 +350,12 @@ class RealtimeSession:
         td = self.state.turn_detection
         if td is not None and td.interrupt_response:
             self.responses.cancel("turn_detected")  # barge-in: stop the answer now
+
+    def _speech_paused(self, audio: bytes) -> None:
+        """A pause that may be the end of the turn: start its answer now (``edge/speculation.py``)."""
+        td = self.state.turn_detection
+        if td is not None and td.create_response:
+            self.responses.speculate(audio)
 
     async def _turn_ended(self) -> None:
         self._speaking = False

@@ -18,6 +18,10 @@ class VadSettings:
     threshold: float = 0.5
     prefix_padding_ms: int = 300
     silence_duration_ms: int = 500
+    speculate_after_ms: int = 192
+    """At a pause this long in the speech (shorter than a session's ``silence_duration_ms``), its
+    answer starts unseen, and is shown only if the turn ends there (``edge/speculation.py``): the
+    region works through the rest of the silence window. 0: off."""
 
 
 @dataclass(frozen=True)

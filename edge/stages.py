@@ -6,8 +6,11 @@ Stages, in order (docs/benchmarks.md "Where the time goes"):
 
 =============  ==============================================================================
 ``eos``        end of speech -> ``speech_stopped``: the silence server VAD waits for, in audio
-               time (the VAD's chunks), which is wall time for a client streaming in real time
-``commit``     ``speech_stopped`` -> the turn handed to the router (commit, item, response opened)
+               time (the VAD's chunks), which is wall time for a client streaming in real time;
+               for a turn started at a pause (``edge/speculation.py``), -> that start (the pause),
+               and the rest of the window runs beside the next stages
+``commit``     ``speech_stopped`` -> the turn handed to the router (commit, item, response opened);
+               absent for a turn started at a pause
 ``route``      -> the router chose a region (``Routed``); after failovers before the first audio,
                the region that voiced it (the failed tries are in this stage)
 ``connect``    -> that region's ``turn.admitted``, less its queue wait: the connection (pooled or
@@ -69,11 +72,17 @@ class TurnStages:
         self.region_timings: dict[str, float] = {}
         self.speech = False
 
-    def heard_speech(self, stopped_at: float, silence_s: float) -> None:
-        """A VAD turn: speech was called over at ``stopped_at``, ``silence_s`` of silence after it."""
+    def heard_speech(self, stopped_at: float, silence_s: float, *, sent_at: float | None = None) -> None:
+        """A VAD turn: speech was called over at ``stopped_at``, ``silence_s`` of silence after it.
+        ``sent_at``: the turn went to the router earlier, at a pause (``edge/speculation.py``);
+        ``eos`` ends there, and there is no ``commit`` (it happened while the region worked)."""
         self.speech = True
         self._start = stopped_at - silence_s
-        self._marks[:0] = [("eos", stopped_at), ("commit", self.sent_at)]
+        if sent_at is None:
+            self._marks[:0] = [("eos", stopped_at), ("commit", self.sent_at)]
+        else:
+            self.sent_at = max(self._start, sent_at)  # (a client faster than real time: no negative eos)
+            self._marks[:0] = [("eos", self.sent_at)]
 
     def routed(self, at: float) -> None:
         """The router chose a region; before any region audio a later choice (a failover) replaces
@@ -115,8 +124,8 @@ class TurnStages:
         out: dict[str, float] = {}
         previous = self._start
         for name, at in self._marks:
-            out[name] = at - previous
-            previous = at
+            out[name] = max(0.0, at - previous)  # (only a client faster than real time gives < 0)
+            previous = max(previous, at)
         if self.first_audio is not None:
             out["first_audio"] = self.first_audio - self._start
         return out

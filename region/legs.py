@@ -2,17 +2,15 @@
 
 Where the LLM and TTS share CPU cores (the cpu profile), vLLM decoding the rest of an answer slows
 the synthesis of its first clause 2-2.5x (Kokoro on four words: 1.45 s alone, 3.5 s beside
-decoding; docs/benchmarks.md). So the first leg asks for only ``cap`` tokens, enough for the first
-clause; the second leg starts once that clause's audio is ready (``ready``), and continues the
+decoding; docs/benchmarks.md). So the first leg is stopped after ``cap`` tokens, enough for the
+first clause; the second leg starts once that clause's audio is ready (``ready``), and continues the
 assistant message from the text of the first (vLLM's ``continue_final_message``, as a failover
 does). An answer that ends within the first leg costs nothing more; the tokens of both legs are
 counted as one answer's.
 
-Known gap, why it is opt-in (``VOICEMESH_FIRST_LEG_TOKENS``): the first leg asks for ``cap`` tokens,
-so vLLM checks the turn's whole ``max_output_tokens`` against the context only at the second leg,
-after the first words were spoken (and an answer shorter than ``cap`` is never refused). The fix:
-ask the first leg for the full ``max_tokens`` and close it after ``cap`` tokens, counted from
-vLLM's ``continuous_usage_stats``.
+The first leg asks for the turn's whole ``max_output_tokens`` and is aborted after ``cap`` tokens
+(``LlmClient.stream``'s ``stop_after``, counted by the server): vLLM checks and refuses the whole
+request before the first word, as it does for a turn in one leg.
 """
 
 from __future__ import annotations
@@ -35,10 +33,9 @@ async def in_legs(
     llm: LlmClient, start: TurnStart, user_text: str, cap: int, ready: Callable[[], Awaitable[None]]
 ) -> AsyncIterator[str | ToolCall | TokenUsage]:
     """``llm.stream(start, user_text)``, decoded as two legs with ``await ready()`` between them."""
-    first = msgspec.structs.replace(start, max_output_tokens=cap)
     text = ""
     used: TokenUsage | None = None
-    async for piece in llm.stream(first, user_text):
+    async for piece in llm.stream(start, user_text, stop_after=cap):
         if isinstance(piece, TokenUsage):
             used = piece
             continue

@@ -85,12 +85,14 @@ class VllmClient:
         )
         self.ready = False
 
-    def request_body(self, start: TurnStart, user_text: str) -> dict[str, Any]:
+    def request_body(self, start: TurnStart, user_text: str, *, counted: bool = False) -> dict[str, Any]:
+        """``counted``: every chunk carries the tokens so far (vLLM's ``continuous_usage_stats``)."""
+        usage = {"include_usage": True} | ({"continuous_usage_stats": True} if counted else {})
         body: dict[str, Any] = {
             "model": self.settings.served_name,
             "messages": build_messages(start, self.system_prompt, user_text),
             "stream": True,
-            "stream_options": {"include_usage": True},  # the last chunk counts the tokens
+            "stream_options": usage,  # the last chunk (or each: ``counted``) counts the tokens
             "max_tokens": start.max_output_tokens,
             "temperature": start.temperature,
         }
@@ -135,11 +137,13 @@ class VllmClient:
         except httpx.HTTPError as exc:
             raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
 
-    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
+    async def stream(
+        self, start: TurnStart, user_text: str, *, stop_after: int = 0
+    ) -> AsyncIterator[str | ToolCall | TokenUsage]:
         """Yield the visible answer text as it is generated (``<think>`` blocks removed), then its
         function calls, whole (a forced call's JSON is not text: only its call is yielded), then
-        the tokens the server counted."""
-        body = self.request_body(start, user_text)
+        the tokens the server counted; ``stop_after``: see ``LlmClient.stream``."""
+        body = self.request_body(start, user_text, counted=stop_after > 0)
         if tool_mode(start) == "forced":
             call, used = await self._forced_call(start, body)
             yield call
@@ -158,6 +162,8 @@ class VllmClient:
                     calls.feed(tool_deltas)
                 if (delta := message.get("content")) and (visible := think.feed(delta)):
                     yield visible
+                if stop_after and usage is not None and usage.output_tokens >= stop_after:
+                    break  # (leaving ``aclosing`` aborts the request: vLLM stops decoding it)
         if tail := think.flush():
             yield tail
         for call in calls.calls():

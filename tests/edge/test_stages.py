@@ -17,6 +17,7 @@ from typing import Any
 from openai.types.realtime import ResponseDoneEvent
 from prometheus_client import REGISTRY
 
+from edge.settings import EdgeSettings, VadSettings
 from edge.stages import EDGE_STAGES, MAX_METADATA_CHARS, METADATA_KEY, TurnStages, read_stages
 from edge.testing import (
     Hold,
@@ -40,6 +41,9 @@ from wire.turn import TextDelta, TurnAdmitted, TurnDone, TurnStart
 TIMINGS = {"queued_s": 0.0, "stt_s": 0.5, "llm_ttft_s": 0.25, "first_audio_s": 1.5, "total_s": 2.0}
 """A region's ``turn.done`` timings (scripted: the relay passes them on as reported)."""
 SPOKEN_STAGES = ["eos", "commit", "route", "connect", "queue", "region", "relay", "first_audio"]
+EARLY_STAGES = ["eos", "route", "connect", "queue", "region", "relay", "first_audio"]
+"""A turn started at a pause in the speech (``edge/speculation.py``): no ``commit``."""
+NOT_EARLY = EdgeSettings(api_keys=("test-key",), vad=VadSettings(speculate_after_ms=0))
 EDGE, NEAR, FAR = Location(50.0, 8.0), Location(50.1, 8.1), Location(38.9, -77.4)
 
 
@@ -89,7 +93,7 @@ async def test_a_spoken_turn_has_every_stage_in_order_in_metadata_and_histograms
         TurnDone(turn_id="t", region="eu-west", status="completed", timings=TIMINGS),
     ]
     before = edge_counts()
-    edge, done = await spoken_turn(memory_services(ScriptedRouter(script)))
+    edge, done = await spoken_turn(memory_services(ScriptedRouter(script), settings=NOT_EARLY))
     stages = stages_of(done)
     region = ["region_queued", "region_stt", "region_llm_ttft", "region_first_audio", "region_total"]
     assert list(stages) == SPOKEN_STAGES + region
@@ -100,6 +104,23 @@ async def test_a_spoken_turn_has_every_stage_in_order_in_metadata_and_histograms
     # The stock client's own model of the event takes it, and the session's other events are intact.
     ResponseDoneEvent.model_validate(done)
     assert edge.of_type("response.output_audio.delta")
+
+
+async def test_a_turn_started_at_the_pause_has_no_commit_and_still_adds_up() -> None:
+    script: list[RoutedEvent] = [
+        Routed(region="eu-west"),
+        TurnAdmitted(turn_id="t", region="eu-west", queued_s=0.0),
+        TextDelta(turn_id="t", delta="Hello there."),
+        clause("Hello there."),
+        TurnDone(turn_id="t", region="eu-west", status="completed", timings=TIMINGS),
+    ]
+    before = edge_counts()
+    _, done = await spoken_turn(memory_services(ScriptedRouter(script)))
+    stages = stages_of(done)
+    assert [k for k in stages if not k.startswith("region_")] == EARLY_STAGES
+    assert stages["eos"] <= 512.0  # the turn left at the pause, inside the silence window
+    assert "voicemesh_started_early_ms" in done["response"]["metadata"]
+    assert moved(before, edge_counts()) == dict.fromkeys(EARLY_STAGES, 1.0)
 
 
 async def test_a_failover_before_the_first_audio_is_inside_route_and_the_stages_still_add_up() -> None:
@@ -141,10 +162,9 @@ async def test_a_degraded_turn_shows_the_wait_for_regions_then_the_edges_own_voi
     _, done = await spoken_turn(memory_services(ScriptedRouter(script), fallback=ToneVoice()))
     assert done["response"]["metadata"]["served_by"] == "edge"
     stages = stages_of(done)
-    assert list(stages) == ["eos", "commit", "route", "degrade", "fallback", "first_audio"]
+    assert list(stages) == ["eos", "route", "degrade", "fallback", "first_audio"]  # started at the pause
     assert set(moved(before, edge_counts())) == {
         "eos",
-        "commit",
         "route",
         "degrade",
         "fallback",
@@ -185,8 +205,8 @@ async def test_the_real_router_times_its_stages_for_live_turns_and_not_for_batch
         async with Router(settings, registry=Registry(regions=[region.record(NEAR)])) as router:
             edge_before, router_before = edge_counts(), router_counts()
             _, done = await spoken_turn(memory_services(router))
-            assert list(stages_of(done)) == SPOKEN_STAGES  # a scripted region reports no timings
-            assert moved(edge_before, edge_counts()) == dict.fromkeys(SPOKEN_STAGES, 1.0)
+            assert list(stages_of(done)) == EARLY_STAGES  # a scripted region reports no timings
+            assert moved(edge_before, edge_counts()) == dict.fromkeys(EARLY_STAGES, 1.0)
             assert moved(router_before, router_counts()) == {"choose": 1.0, "connect": 1.0, "admission": 1.0}
             # A speech batch's item: its waits are not what live callers wait for.
             router_before = router_counts()

@@ -21,7 +21,9 @@ from wire.audio import CLIENT_RATE, FloatAudio
 
 pytestmark = pytest.mark.slow  # real models / regions
 
-SPOKEN = ["eos", "commit", "route", "connect", "queue", "region", "relay", "first_audio"]
+SPOKEN = ["eos", "route", "connect", "queue", "region", "relay", "first_audio"]
+"""A spoken turn's stages: started at the pause in the speech (edge/speculation.py), it has no
+``commit`` (that happened while the region worked)."""
 REGION = ["queued", "stt", "llm_ttft", "first_clause", "tts_first_audio", "first_audio", "total"]
 REGION_METRICS = [
     "voicemesh_region_queued_seconds", "voicemesh_region_stt_seconds", "voicemesh_region_llm_ttft_seconds",
@@ -69,6 +71,7 @@ async def test_a_spoken_turn_shows_every_stage_in_metadata_and_on_every_tiers_me
     assert reply.metadata["voicemesh_region"] == "edge-test"
     stages = read_stages(reply.metadata)  # as the stock SDK parsed response.done
     assert [name for name in stages if not name.startswith("region_")] == SPOKEN, stages
+    assert 0 <= float(reply.metadata["voicemesh_started_early_ms"]) <= 1000, reply.metadata
     assert {"region_" + name for name in REGION} <= set(stages), stages  # as the region reported them
     edge_stages = [stages[name] for name in SPOKEN[:-1]]
     assert all(v >= 0 for v in stages.values()), stages
@@ -76,6 +79,9 @@ async def test_a_spoken_turn_shows_every_stage_in_metadata_and_on_every_tiers_me
     # The region's own span (admission to its first audio sent) lies inside the edge's, from the
     # region chosen to its first clause received (0.3 ms: both sides round).
     assert stages["connect"] + stages["queue"] + stages["region"] >= stages["region_first_audio"] - 0.3
+    # The turn went to the router at the pause: before the end of the turn was called (eos < the
+    # silence window, 512 ms), and the region answered from there.
+    assert stages["eos"] < 512, stages
 
     grew = {key for key in after if after[key] > before.get(key, 0.0)}
     assert {("voicemesh_edge_stage_seconds", s) for s in SPOKEN} <= grew, sorted(grew)

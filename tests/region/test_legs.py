@@ -49,13 +49,17 @@ async def test_the_second_leg_starts_once_the_first_clause_is_spoken_and_continu
     assert llm.open_streams == 0  # after the first leg's last token: nothing decodes beside it
     for _ in range(50):
         await asyncio.sleep(0)  # every other task may run: none asks for the rest
-    assert [s.max_output_tokens for s, _ in llm.requests] == [6]
+    # The first leg asked for the whole answer (vLLM checks the turn's max tokens then), and was
+    # stopped after six tokens.
+    assert [s.max_output_tokens for s, _ in llm.requests] == [100]
+    assert llm.stopped_after == [6]
     hold.release()
     text, clauses = await asyncio.wait_for(run, 30)
 
     _, rest = (s for s, _ in llm.requests)
     assert rest.heard_text == "Sure, to boil an egg, put "  # the first leg's six tokens, as written
     assert rest.max_output_tokens == 100 - 6
+    assert llm.stopped_after == [6, 0]  # the second leg runs to the end
     assert text == ANSWER  # one answer: no word twice, none lost, no doubled space
     assert clauses[0] == "Sure, to boil an egg," and " ".join(clauses) == ANSWER
     assert turn.usage == TokenUsage(input_tokens=6, output_tokens=len(ANSWER.split()))  # first leg's input

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from voicemesh.cli.common import cli
 from voicemesh.cli.main import _register
-from voicemesh.profiles import FIRST_LEG_ENV, TTS_WIDE_ENV, load_profile
+from voicemesh.profiles import FIRST_LEG_ENV, SPECULATE_ENV, TTS_WIDE_ENV, load_profile
 
 
 def test_default_is_cpu_and_its_files_exist(models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,3 +68,15 @@ def test_the_first_leg_and_wide_kokoro_are_settings(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(FIRST_LEG_ENV, "ten")
     with pytest.raises(ValueError, match=f"{FIRST_LEG_ENV} must be a whole number"):
         load_profile("cpu")
+
+
+def test_the_early_start_at_a_pause_is_an_edge_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voicemesh.cli.edge import edge_settings
+
+    monkeypatch.delenv(SPECULATE_ENV, raising=False)
+    assert edge_settings(profile="cpu").vad.speculate_after_ms == 192
+    monkeypatch.setenv(SPECULATE_ENV, "0")
+    assert edge_settings(profile="cpu").vad.speculate_after_ms == 0  # off
+    monkeypatch.setenv(SPECULATE_ENV, "soon")
+    with pytest.raises(ValueError, match=f"{SPECULATE_ENV} must be a whole number"):
+        edge_settings(profile="cpu")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from edge.settings import ContentLimits, EdgeSettings, LimitSettings
+from edge.settings import ContentLimits, EdgeSettings, LimitSettings, VadSettings
 from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
@@ -31,15 +31,16 @@ def edge_settings(
     *, profile: str | None = None, host: str = "127.0.0.1", port: int = 8080, api_keys: tuple[str, ...] = (),
     vad_model: str | None = None, store_url: str | None = None, admin_keys: tuple[str, ...] = (),
 ) -> EdgeSettings:  # fmt: skip
-    from voicemesh.profiles import load_profile
+    from voicemesh.profiles import load_profile, speculate_after_ms
 
     p = load_profile(profile)
+    vad = VadSettings(speculate_after_ms=speculate_after_ms(VadSettings.speculate_after_ms))
     return EdgeSettings(
         host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
         jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
         vad_model=vad_model or p.edge.vad_model, piper_model=p.edge.piper_model, store_url=store_url,
         voices=p.voices, models=p.model_names(),
-        limits=LimitSettings(content=ContentLimits(context_tokens=p.context_tokens)),
+        limits=LimitSettings(content=ContentLimits(context_tokens=p.context_tokens)), vad=vad,
     )  # fmt: skip
 
 
