@@ -25,6 +25,11 @@ from edge.turn_detector import SpeechPaused, SpeechResumed, SpeechStarted, Speec
 from wire.errors import BadAudio
 
 MIN_COMMIT_MS = 100
+TAIL_MS = 160
+"""Silence kept after the end of speech in a committed turn: VAD calls the end at the last voiced
+chunk, and Whisper hears a final word better with a little quiet after it (Pipecat's segments
+end with theirs). No more than the shortest pause the edge acts on, so a turn started at a pause
+has the same audio as the turn then called (``edge/speculation.py``)."""
 
 
 class InputTurns:
@@ -87,7 +92,7 @@ class InputTurns:
                 await self._speech_stopped(ev)
             elif isinstance(ev, SpeechPaused):
                 if self._on_pause is not None:
-                    self._on_pause(self.audio.peek(self._speech_start_ms, ev.audio_end_ms))
+                    self._on_pause(self.audio.peek(self._speech_start_ms, self._tail(ev.audio_end_ms)))
             elif isinstance(ev, SpeechResumed) and self._on_resume is not None:
                 self._on_resume()
 
@@ -124,8 +129,14 @@ class InputTurns:
         await self._send(
             server_event("input_audio_buffer.speech_stopped", audio_end_ms=ev.audio_end_ms, item_id=item_id)
         )
-        await self._commit(item_id, self.audio.take(self._speech_start_ms, ev.audio_end_ms))
+        await self._commit(item_id, self.audio.take(self._speech_start_ms, self._tail(ev.audio_end_ms)))
         await self._on_turn_end()
+
+    def _tail(self, audio_end_ms: int) -> int:
+        """Where a turn's audio ends: ``TAIL_MS`` after the speech, within the silence VAD heard."""
+        detector = self.audio.detector
+        heard = detector.config.silence_duration_ms if detector is not None else 0
+        return audio_end_ms + min(TAIL_MS, heard, self._pause_ms or TAIL_MS)
 
     async def _commit(self, item_id: str, pcm16k: bytes) -> None:
         previous = self._conversation.last_item_id

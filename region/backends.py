@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from region.cpu_order import CpuOrder
 from region.llm import VllmClient
 from region.pipeline import Stages
 from region.settings import RegionSettings
@@ -26,4 +27,5 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
         tts=Synthesizer(settings.tts, work),
         chunker=partial(ClauseChunker, first_words=settings.tts.first_chunk_words),
         first_leg_tokens=settings.llm.first_leg_tokens,
+        order=CpuOrder(settings.model_runs),
     )

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from region.cancel import Cancelled, CancelToken
+from region.cpu_order import UNORDERED, CpuOrder
 from region.legs import holds, in_legs
 from region.live_first import LiveFirst
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
@@ -92,6 +93,9 @@ class Stages:
     first_leg_tokens: int = 0
     """Decode an answer's first this-many tokens, then hold until its first clause is synthesised
     (``region.legs``; 0: one request, no hold)."""
+    order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
+    """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
+    every run in at once."""
 
 
 class Pipeline:
@@ -110,7 +114,8 @@ class Pipeline:
             return start.text
         assert turn.audio is not None, "validation lets no turn through without audio or text"
         t = time.perf_counter()
-        text = await self.stages.stt.transcribe(turn.audio, turn.cancel)
+        async with self.stages.order.slot(urgent=True):  # every caller waits on it for a first word
+            text = await self.stages.stt.transcribe(turn.audio, turn.cancel)
         turn.mark("stt_s", t)
         return text
 
@@ -118,9 +123,14 @@ class Pipeline:
         self, turn: Turn, index: int, text: str, *, cancel: CancelToken | None = None
     ) -> ClauseAudio | None:
         t = time.perf_counter()
-        audio = await self.stages.tts.synthesize(
-            text, turn.start.custom_voice or turn.start.voice, cancel or turn.cancel, speed=turn.start.speed
-        )
+        # A live turn's first clause is what its caller waits for; later ones have the audio before.
+        async with self.stages.order.slot(urgent=index == 0 and turn.start.priority != "batch"):
+            audio = await self.stages.tts.synthesize(
+                text,
+                turn.start.custom_voice or turn.start.voice,
+                cancel or turn.cancel,
+                speed=turn.start.speed,
+            )
         if not len(audio):
             return None
         if index == 0:
@@ -146,9 +156,10 @@ class Pipeline:
             return "", None
         if start.transcribe_only and start.transcript is None and turn.audio is not None:
             t = time.perf_counter()  # a transcription asked for as such: timed segments too
-            segments = await self.stages.stt.transcribe_timed(
-                turn.audio, turn.cancel, language=start.language, prompt=start.prompt
-            )
+            async with self.stages.order.slot(urgent=True):
+                segments = await self.stages.stt.transcribe_timed(
+                    turn.audio, turn.cancel, language=start.language, prompt=start.prompt
+                )
             turn.mark("stt_s", t)
             text = " ".join(s.text for s in segments)
             return text, self.transcript_event(turn, text, segments)

@@ -99,6 +99,9 @@ class RegionSettings:
     host: str = "127.0.0.1"
     port: int = 9001
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    model_runs: int = 2
+    """STT and TTS runs at once across the region's turns, first audio first (``region.cpu_order``):
+    a transcription or a first clause goes before the later clauses of answers already speaking."""
     limits: LimitSettings = field(default_factory=LimitSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     system_prompt: str = (

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from edge.input_turns import TAIL_MS
 from edge.testing import ScriptedRouter, SessionHarness, clause, memory_services, spoken_reply
 from router.api import Routed
 from wire.audio import (
@@ -99,9 +100,10 @@ async def test_g711_turn_in_and_out(fmt: str) -> None:
     (start, end), (pcm_start, pcm_end) = positions(edge), positions(pcm_edge)
     assert 0 <= start < 300 < 900 < end
     assert abs(start - pcm_start) <= 32 and abs(end - pcm_end) <= 32
-    # The region gets the turn at 16 kHz PCM16: as long as the turn, with the tone in it.
+    # The region gets the turn at 16 kHz PCM16: as long as the turn and its quiet tail, with the
+    # tone in it.
     (turn,) = router.turns
-    assert turn.audio is not None and len(turn.audio) == 2 * 16 * (end - start)
+    assert turn.audio is not None and len(turn.audio) == 2 * 16 * (end + TAIL_MS - start)
     heard = np.frombuffer(turn.audio, dtype="<i2").astype(np.float32) / 32768.0
     assert _dominant_hz(heard, 16_000) == pytest.approx(440, abs=5)
     assert abs(len(turn.audio) - len(pcm_router.turns[0].audio or b"")) <= 2 * 16 * 32

@@ -53,8 +53,20 @@ def region_settings(
 )
 @click.option("--llm-port", default=0, type=int, help="Port for the region's own vLLM (default: a free one).")
 @profile_option
-@click.option("--max-concurrent", type=int, default=None, help="Turns that run at once (default 2).")
-@click.option("--max-queue", type=int, default=None, help="Turns that may wait for a slot (default 4).")
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(min=1),
+    envvar="VOICEMESH_REGION_MAX_CONCURRENT",
+    default=None,
+    help="Turns that run at once (default 2).",
+)
+@click.option(
+    "--max-queue",
+    type=click.IntRange(min=0),
+    envvar="VOICEMESH_REGION_MAX_QUEUE",
+    default=None,
+    help="Turns that may wait for a slot (default 4).",
+)
 @click.option(
     "--max-batch", type=click.IntRange(min=0), default=None,
     help="Speech batch items read at once, only while no live turn runs (default 1; 0: none).",
