@@ -27,5 +27,6 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
         tts=Synthesizer(settings.tts, work),
         chunker=partial(ClauseChunker, first_words=settings.tts.first_chunk_words),
         first_leg_tokens=settings.llm.first_leg_tokens,
+        workload=work,
         order=CpuOrder(settings.model_runs),
     )

@@ -23,6 +23,7 @@ through its ONNX ``RunOptions``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from region.legs import holds, in_legs
 from region.live_first import LiveFirst
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
+from region.workload import Workload
 from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
 from wire.client import ClauseAudio
 from wire.tasks import cancel_and_wait
@@ -93,6 +95,8 @@ class Stages:
     first_leg_tokens: int = 0
     """Decode an answer's first this-many tokens, then hold until its first clause is synthesised
     (``region.legs``; 0: one request, no hold)."""
+    workload: Workload = field(default_factory=Workload)
+    """What the models are doing (``region.workload``), shared with them."""
     order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
     """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
     every run in at once."""
@@ -123,14 +127,16 @@ class Pipeline:
         self, turn: Turn, index: int, text: str, *, cancel: CancelToken | None = None
     ) -> ClauseAudio | None:
         t = time.perf_counter()
+        batch = turn.start.priority == "batch"
         # A live turn's first clause is what its caller waits for; later ones have the audio before.
-        async with self.stages.order.slot(urgent=index == 0 and turn.start.priority != "batch"):
-            audio = await self.stages.tts.synthesize(
-                text,
-                turn.start.custom_voice or turn.start.voice,
-                cancel or turn.cancel,
-                speed=turn.start.speed,
-            )
+        # Batch work counts as running while it synthesises: it never takes Kokoro's wide session
+        # (background work keeps to one core, leaving the other to the live callers and the edge).
+        async with self.stages.order.slot(urgent=index == 0 and not batch):
+            with self.stages.workload.running("batch") if batch else contextlib.nullcontext():
+                audio = await self.stages.tts.synthesize(
+                    text, turn.start.custom_voice or turn.start.voice, cancel or turn.cancel,
+                    speed=turn.start.speed,
+                )  # fmt: skip
         if not len(audio):
             return None
         if index == 0:

@@ -62,8 +62,11 @@ class TtsSettings:
 
 @dataclass(frozen=True)
 class AdmissionSettings:
-    max_concurrent: int = 2
-    """Turns that run at once; more compete for the same cores and all get slower."""
+    max_concurrent: int = 4
+    """Turns that run at once. They share the cores, and the region orders their model runs so a
+    turn's transcription and first clause come before other answers' later clauses
+    (``region.cpu_order``, ``RegionSettings.model_runs`` at once): on two cores 4 callers got their
+    first audio in 8.6 s p50 against 12.9 s with 2 slots and a queue (docs/benchmarks.md)."""
     max_queue: int = 4
     """Turns that wait for a slot; beyond this the region answers ``busy`` at once."""
     max_batch: int = 1

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Literal
 
-Work = Literal["stt", "llm", "tts"]
+Work = Literal["stt", "llm", "tts", "batch"]
 
 
 class Workload:

@@ -74,7 +74,7 @@ def test_registry_lists_the_regions_with_their_outputs(local_deployment: LocalDe
         "url": f"http://127.0.0.1:{base}",
         "location": {"lat": 50.11, "lon": 8.68},
         "residency": ["eu"],
-        "capacity": 2,
+        "capacity": 4,  # infra/envs/local: max_concurrent, the region's own default
     }
     assert us["url"] == f"http://127.0.0.1:{base + 1}" and us["residency"] == ["us"]
     assert us["location"]["lon"] < 0  # Ashburn is west of Greenwich

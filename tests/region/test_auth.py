@@ -30,6 +30,7 @@ from websockets.exceptions import InvalidStatus
 
 from region.app import create_app
 from region.node import RegionNode
+from region.settings import AdmissionSettings
 from region.testing import standin_node
 from router.health import RegionHealth
 from router.prober import HealthProber
@@ -293,7 +294,11 @@ async def test_the_routers_prober_reads_the_full_health_with_its_token(keys: Pat
             await prober.probe(region)
         finally:
             await prober.aclose()
-    assert region.probe_ok and region.report is not None and region.report.capacity == 2
+    assert (
+        region.probe_ok
+        and region.report is not None
+        and region.report.capacity == AdmissionSettings().max_concurrent
+    )
 
 
 # -- rotation -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ async def _settle() -> None:
 
 
 async def test_urgent_runs_go_first_then_first_come_first_served() -> None:
-    order, ran, gate = CpuOrder(1), [], asyncio.Event()
+    order, ran, gate = CpuOrder(1), list[str](), asyncio.Event()
     tasks = [asyncio.create_task(_run(order, "clause 2 of A", False, ran, gate))]
     await _settle()  # A's later clause holds the only slot
     for name, urgent in [
@@ -42,7 +42,7 @@ async def test_urgent_runs_go_first_then_first_come_first_served() -> None:
 
 
 async def test_a_cancelled_waiter_gives_up_its_place_and_a_failed_run_its_slot() -> None:
-    order, ran, gate = CpuOrder(1), [], asyncio.Event()
+    order, ran, gate = CpuOrder(1), list[str](), asyncio.Event()
     holder = asyncio.create_task(_run(order, "a", False, ran, gate))
     await _settle()
     gone = asyncio.create_task(_run(order, "cancelled", True, ran, gate))
@@ -62,10 +62,22 @@ async def test_a_cancelled_waiter_gives_up_its_place_and_a_failed_run_its_slot()
 
 
 async def test_runs_up_to_the_slots_go_at_once() -> None:
-    order, ran, gate = CpuOrder(2), [], asyncio.Event()
+    order, ran, gate = CpuOrder(2), list[str](), asyncio.Event()
     tasks = [asyncio.create_task(_run(order, str(i), False, ran, gate)) for i in range(3)]
     await _settle()
     assert ran == ["0", "1"] and order.running == 2 and order.waiting == 1
     gate.set()
     await asyncio.gather(*tasks)
     assert ran == ["0", "1", "2"]
+
+
+async def test_a_later_clause_that_waited_long_enough_goes_first() -> None:
+    order, ran, gate = CpuOrder(1, promote_after_s=0.0), list[str](), asyncio.Event()
+    tasks = [asyncio.create_task(_run(order, "holder", False, ran, gate))]
+    await _settle()
+    for name, urgent in [("clause 2 of A", False), ("stt of B", True)]:
+        tasks.append(asyncio.create_task(_run(order, name, urgent, ran, gate)))
+        await _settle()
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert ran == ["holder", "clause 2 of A", "stt of B"]  # waited its promote_after_s (0 s) already

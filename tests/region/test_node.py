@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from region.protocols import LlmError
+from region.settings import AdmissionSettings
 from region.testing import ScriptedLlm, standin_node
 
 
@@ -43,7 +44,8 @@ async def test_warm_up_waits_for_the_llm_and_reports_each_model_once() -> None:
     assert (status, body["status"]) == (200, "ready") and "error" not in body
     assert body["models"] == {"stt": True, "llm": True, "tts": True}
     assert body["voices"] == ["hum", "tone"] and body["llm_url"] == "memory://scripted-llm"
-    assert (body["capacity"], body["free_slots"], body["queue_depth"], body["load"]) == (2, 2, 0, 0.0)
+    slots = AdmissionSettings().max_concurrent
+    assert (body["capacity"], body["free_slots"], body["queue_depth"], body["load"]) == (slots, slots, 0, 0.0)
 
 
 async def test_an_llm_that_never_comes_fails_the_node_with_its_reason() -> None:

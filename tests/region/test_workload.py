@@ -14,9 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from region.cancel import CancelToken
+from region.pipeline import Stages, StreamingPipeline, Turn
 from region.settings import TtsSettings
+from region.testing import FixedTranscript, ScriptedLlm, ToneTts
 from region.tts import Synthesizer
 from region.workload import Workload
+from wire.audio import FloatAudio
+from wire.turn import TurnStart
+from wire.voices import CustomVoice
 
 
 def test_the_workload_is_idle_only_when_no_stage_runs() -> None:
@@ -49,3 +54,36 @@ async def test_a_clause_started_alone_runs_wide_and_sounds_the_same(models: dict
     await single.load()
     await single.synthesize("Hello.", "jf_alpha", CancelToken())
     assert single.wide_clauses == 0
+
+
+class _IdleProbe(ToneTts):
+    """A tone per clause, noting whether the region was idle as each began (what the real
+    synthesiser asks before it takes its wide session)."""
+
+    def __init__(self, work: Workload) -> None:
+        super().__init__()
+        self.work = work
+        self.idle_at: list[bool] = []
+
+    async def synthesize(
+        self, text: str, voice: str | CustomVoice, cancel: CancelToken, *, speed: float = 1.0
+    ) -> FloatAudio:
+        self.idle_at.append(self.work.idle())
+        return await super().synthesize(text, voice, cancel, speed=speed)
+
+
+async def test_batch_work_never_finds_the_region_idle() -> None:
+    # Stand-in models (what is tested is the pipeline's bookkeeping): a batch item's clauses run
+    # with "batch" counted, so Kokoro keeps them to one thread; a live text turn's find it idle.
+    work = Workload()
+    tts = _IdleProbe(work)
+    pipeline = StreamingPipeline(
+        Stages(stt=FixedTranscript(), llm=ScriptedLlm("Hi there."), tts=tts, workload=work)
+    )
+    item = Turn(TurnStart(turn_id="b", speak_text="One. Two.", priority="batch"))
+    live = Turn(TurnStart(turn_id="l", speak_text="One. Two."))
+    for turn in (item, live):
+        async for _ in pipeline.run(turn):
+            pass
+    assert tts.idle_at == [False, False, True, True]
+    assert work.idle()

@@ -58,7 +58,7 @@ def region_settings(
     type=click.IntRange(min=1),
     envvar="VOICEMESH_REGION_MAX_CONCURRENT",
     default=None,
-    help="Turns that run at once (default 2).",
+    help="Turns that run at once (default 4).",
 )
 @click.option(
     "--max-queue",

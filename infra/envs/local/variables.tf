@@ -49,7 +49,7 @@ variable "profile" {
 
 variable "max_concurrent" {
   type    = number
-  default = 2
+  default = 4
 }
 
 variable "max_queue" {

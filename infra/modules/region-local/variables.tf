@@ -42,7 +42,7 @@ variable "profile" {
 variable "max_concurrent" {
   description = "Turns served at once (also the capacity published in the registry)."
   type        = number
-  default     = 2
+  default     = 4
 }
 
 variable "max_queue" {
