@@ -84,16 +84,20 @@ async def spoken_turn(services: Any) -> tuple[SessionHarness, dict[str, Any]]:
     return edge, edge.of_type("response.done")[-1]
 
 
-async def test_a_spoken_turn_has_every_stage_in_order_in_metadata_and_histograms() -> None:
-    script: list[RoutedEvent] = [
+def answered() -> list[RoutedEvent]:
+    """A region's answer: routed, admitted, one clause, done with its timings."""
+    return [
         Routed(region="eu-west"),
         TurnAdmitted(turn_id="t", region="eu-west", queued_s=0.0),
         TextDelta(turn_id="t", delta="Hello there."),
         clause("Hello there."),
         TurnDone(turn_id="t", region="eu-west", status="completed", timings=TIMINGS),
     ]
+
+
+async def test_a_spoken_turn_has_every_stage_in_order_in_metadata_and_histograms() -> None:
     before = edge_counts()
-    edge, done = await spoken_turn(memory_services(ScriptedRouter(script), settings=NOT_EARLY))
+    edge, done = await spoken_turn(memory_services(ScriptedRouter(answered()), settings=NOT_EARLY))
     stages = stages_of(done)
     region = ["region_queued", "region_stt", "region_llm_ttft", "region_first_audio", "region_total"]
     assert list(stages) == SPOKEN_STAGES + region
@@ -107,15 +111,8 @@ async def test_a_spoken_turn_has_every_stage_in_order_in_metadata_and_histograms
 
 
 async def test_a_turn_started_at_the_pause_has_no_commit_and_still_adds_up() -> None:
-    script: list[RoutedEvent] = [
-        Routed(region="eu-west"),
-        TurnAdmitted(turn_id="t", region="eu-west", queued_s=0.0),
-        TextDelta(turn_id="t", delta="Hello there."),
-        clause("Hello there."),
-        TurnDone(turn_id="t", region="eu-west", status="completed", timings=TIMINGS),
-    ]
     before = edge_counts()
-    _, done = await spoken_turn(memory_services(ScriptedRouter(script)))
+    _, done = await spoken_turn(memory_services(ScriptedRouter(answered())))
     stages = stages_of(done)
     assert [k for k in stages if not k.startswith("region_")] == EARLY_STAGES
     assert stages["eos"] <= 512.0  # the turn left at the pause, inside the silence window
