@@ -63,6 +63,8 @@ class ResponseLifecycle:
         self._speculative: SpeculativeTurn | None = None
         """The turn started at a pause in the user's speech (``speculate``), if one is."""
         self._drops: set[asyncio.Task[None]] = set()
+        self._early: SpeculativeTurn | None = None
+        """The early turn the response in progress took over, if it did."""
         self.on_done: Callable[[], None] | None = None
         """Called as each ``response.done`` has gone out (``SessionHooks.response_done``)."""
 
@@ -186,6 +188,7 @@ class ResponseLifecycle:
             routed, arrival = services.router.run_turn(routing_of(state), start, audio), time.perf_counter
         else:
             routed, arrival = early.adopt(), early.arrival
+        self._early = early
         events = self._watched(routed, start, trail)
         response = Response(
             send=self._send,
@@ -275,6 +278,8 @@ class ResponseLifecycle:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+        if self._early is not None:
+            await self._early.aclose()  # (a response cancelled before it read anything)
 
     def _transcript_writer(self, turn: UserTurn) -> Callable[[str], Awaitable[None]] | None:
         item_id = turn.audio_item_id
@@ -297,6 +302,8 @@ class ResponseLifecycle:
                 self.response = None
         if self.on_done is not None:
             self.on_done()
+        if (early := self._early) is not None and early.start.turn_id == start.turn_id:
+            await early.aclose()  # (already closed unless the response ended before reading it)
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
         # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes

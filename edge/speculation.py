@@ -61,7 +61,7 @@ class SpeculativeTurn:
         """Not the turn that was called (or none will be): cancel it, unseen."""
         if not self._adopted:
             SPECULATIVE_TURNS.labels("dropped").inc()
-        await self._close()
+        await self.aclose()
 
     async def _read(self) -> None:
         try:
@@ -82,9 +82,11 @@ class SpeculativeTurn:
             if self._error is not None:
                 raise self._error
         finally:
-            await self._close()
+            await self.aclose()
 
-    async def _close(self) -> None:
+    async def aclose(self) -> None:
+        """Stop reading and close the router's stream (idempotent). Also for a response that ended
+        before it read its first event: a generator never started skips its ``finally``."""
         await cancel_and_wait(self._pump)
         aclose = getattr(self._events, "aclose", None)
         if aclose is not None:

@@ -154,3 +154,20 @@ async def test_no_early_turn_without_create_response() -> None:
         await h.append_audio(tone(0.6) + silence(0.8))
         await h.wait_for("input_audio_buffer.committed")
     assert router.turns == []
+
+
+async def test_closing_right_after_the_turn_is_called_leaves_nothing_running() -> None:
+    # The response that took the early turn over is cancelled at once, maybe before it read a
+    # single event: the early turn's reader and the router's stream still end.
+    hold = Hold()
+    router = ScriptedRouter([hold, *spoken_reply("Never heard.")])
+    before = asyncio.all_tasks()
+    h = SessionHarness(memory_services(router))
+    await h.__aenter__()
+    await h.append_audio(tone(0.6) + silence(0.25))
+    await asyncio.wait_for(hold.reached.wait(), 10)
+    await h.append_audio(silence(0.4))  # the end of the turn: the response takes the early turn
+    assert h.of_type("input_audio_buffer.committed")
+    await h.__aexit__()
+    assert len(router.turns) == 1 and router.turns[0].closed_early
+    assert asyncio.all_tasks() - before == set()
