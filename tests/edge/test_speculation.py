@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from prometheus_client import REGISTRY
 
 from edge.settings import EdgeSettings, VadSettings
@@ -126,7 +127,11 @@ async def test_off_no_turn_before_the_end_of_speech() -> None:
     assert len(router.turns) == 1
 
 
-async def test_closing_the_session_mid_pause_leaves_nothing_running() -> None:
+@pytest.mark.parametrize("called", [False, True], ids=["mid-pause", "right-after-the-end"])
+async def test_closing_the_session_leaves_nothing_running(called: bool) -> None:
+    # Mid-pause: the early turn is dropped. Right after the end of the turn: the response that took
+    # the early turn over is cancelled at once, maybe before it read a single event. Either way the
+    # early turn's reader and the router's stream end.
     hold = Hold()
     router = ScriptedRouter([hold, *spoken_reply("Never heard.")])
     before = asyncio.all_tasks()
@@ -134,10 +139,14 @@ async def test_closing_the_session_mid_pause_leaves_nothing_running() -> None:
     await h.__aenter__()
     await h.append_audio(tone(0.6) + silence(0.25))
     await asyncio.wait_for(hold.reached.wait(), 10)
+    if called:
+        await h.append_audio(silence(0.4))  # the end of the turn: the response takes the early turn
+        assert h.of_type("input_audio_buffer.committed")
     await h.__aexit__()
-    assert router.turns[0].closed_early
+    assert len(router.turns) == 1 and router.turns[0].closed_early
     assert asyncio.all_tasks() - before == set()
-    assert not h.of_type("response.created")
+    if not called:
+        assert not h.of_type("response.created")
 
 
 async def test_no_early_turn_without_create_response() -> None:
@@ -154,20 +163,3 @@ async def test_no_early_turn_without_create_response() -> None:
         await h.append_audio(tone(0.6) + silence(0.8))
         await h.wait_for("input_audio_buffer.committed")
     assert router.turns == []
-
-
-async def test_closing_right_after_the_turn_is_called_leaves_nothing_running() -> None:
-    # The response that took the early turn over is cancelled at once, maybe before it read a
-    # single event: the early turn's reader and the router's stream still end.
-    hold = Hold()
-    router = ScriptedRouter([hold, *spoken_reply("Never heard.")])
-    before = asyncio.all_tasks()
-    h = SessionHarness(memory_services(router))
-    await h.__aenter__()
-    await h.append_audio(tone(0.6) + silence(0.25))
-    await asyncio.wait_for(hold.reached.wait(), 10)
-    await h.append_audio(silence(0.4))  # the end of the turn: the response takes the early turn
-    assert h.of_type("input_audio_buffer.committed")
-    await h.__aexit__()
-    assert len(router.turns) == 1 and router.turns[0].closed_early
-    assert asyncio.all_tasks() - before == set()
