@@ -81,25 +81,27 @@ so it is off. On a box that runs only a region and its vLLM, try 10. On the gpu 
 runs on the GPU and nothing is gained (vLLM's CPU-side scheduler would only launch kernels later)."""
 
 FIRST_CHUNK_ENV = "VOICEMESH_FIRST_CHUNK_WORDS"
-FIRST_CHUNK_WORDS = 4
-"""The first audio chunk of a long opening sentence: its first four words (never ending on "the",
-"of", ...; ``TtsSettings.first_chunk_words``, 0: off). Both profiles: Kokoro speaks a third of the
-sentence before the first audio, and the LLM writes less of it (on a GPU, that part still counts)."""
+FIRST_CHUNK_WORDS = 3
+"""The first audio chunk of a long opening sentence: its first three words (never ending on "the",
+"of", ...; ``TtsSettings.first_chunk_words``, 0: off). Both profiles: Kokoro speaks a fifth to a
+third of the sentence before the first audio, and the LLM writes less of it (on a GPU, that part
+still counts). Three against four words measured 0.78 vs 1.04 s of Kokoro on the first clause and
+3.26 vs 3.70 s to first audio on one caller (docs/benchmarks.md "End to end")."""
 
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
-FIRST_LEG_TOKENS = 0
-"""With N > 0 the cpu profile decodes an answer's first N tokens (10: about the four words of the
-first chunk), then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``):
-on two shared cores Kokoro takes longer beside decoding. Off by default for now: the first leg
-asks vLLM for only N tokens, so a request vLLM would refuse whole (max tokens over the context) is
-refused only at the second leg, after the first words were spoken (docs/benchmarks.md "Levers
-found end to end"). The gpu profile decodes on the GPU: nothing to hold for (0)."""
+FIRST_LEG_TOKENS = 8
+"""The cpu profile decodes an answer's first 8 tokens (about the three words of the first chunk),
+then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``, 0: off): on
+two shared cores Kokoro takes longer beside decoding. The first leg asks vLLM for the whole
+``max_tokens`` and stops after 8 counted by the server, so a request vLLM would refuse is refused
+before any word. The gpu profile decodes on the GPU: nothing to hold for (0)."""
 
 TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
+TTS_WIDE_THREADS = 2
 """Kokoro's threads for a clause started while nothing else runs in the region
-(``TtsSettings.wide_intra_op_threads``; 0, the default: one session). 2 measured 1.07 vs 1.63 s on
-a first clause alone, but a full CI run saw a live caller's time to first audio during a speech
-batch at 1.30x its time without (bound 1.2x) with it on: off until that is understood."""
+(``TtsSettings.wide_intra_op_threads``; cpu profile 2, 0: one session): 1.07 vs 1.63 s on a first
+clause alone. With decoding held for the first clause that is the common case for one caller;
+batch clauses never take it (``region/workload.py``), so background work stays on one core."""
 
 
 CPU_LLM_DTYPE_ENV = "VOICEMESH_CPU_LLM_DTYPE"
@@ -156,7 +158,7 @@ def _first_leg_tokens() -> int:
 
 
 def _tts_wide_threads() -> int:
-    return _env_int(TTS_WIDE_ENV, 0, 0, 64)
+    return _env_int(TTS_WIDE_ENV, TTS_WIDE_THREADS, 0, 64)
 
 
 def _first_chunk_words() -> int:

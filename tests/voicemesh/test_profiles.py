@@ -49,22 +49,26 @@ def test_models_list_shows_the_gpu_profile() -> None:
 def test_the_cpu_profile_keeps_a_core_for_speech_and_the_gpu_profile_holds_nothing() -> None:
     """Issue 15's levers where the LLM and speech share CPU cores: vLLM in one process on half the
     cores (no busy-polling worker beside Kokoro); decoding held for the first clause and Kokoro on
-    more threads when it runs alone are opt-in. On the gpu profile decoding is on the GPU: none."""
+    more threads when it runs alone. On the gpu profile decoding is on the GPU: none."""
     cpu, gpu = load_profile("cpu"), load_profile("gpu")
     args = " ".join(cpu.llm.vllm_args)
     assert "--distributed-executor-backend uni" in args
     assert cpu.llm.vllm_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # vLLM's condition for uni on CPU
     assert 1 <= int(cpu.llm.vllm_env["OMP_NUM_THREADS"]) < max(2, os.cpu_count() or 1)
-    assert cpu.llm.first_leg_tokens == 0 and gpu.llm.first_leg_tokens == 0  # opt-in for now
-    assert cpu.tts.wide_intra_op_threads == 0  # opt-in for now
+    assert cpu.llm.first_leg_tokens == 8 and gpu.llm.first_leg_tokens == 0  # no decoding on the CPU there
+    assert cpu.tts.wide_intra_op_threads == 2 and gpu.tts.wide_intra_op_threads == 0
     assert "uni" not in gpu.llm.vllm_args and "OMP_NUM_THREADS" not in gpu.llm.vllm_env
 
 
 def test_the_first_leg_and_wide_kokoro_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FIRST_LEG_ENV, "10")
-    monkeypatch.setenv(TTS_WIDE_ENV, "2")
+    monkeypatch.setenv(FIRST_LEG_ENV, "0")
+    monkeypatch.setenv(TTS_WIDE_ENV, "0")
     cpu = load_profile("cpu")
-    assert cpu.llm.first_leg_tokens == 10 and cpu.tts.wide_intra_op_threads == 2
+    assert cpu.llm.first_leg_tokens == 0 and cpu.tts.wide_intra_op_threads == 0  # both off
+    monkeypatch.setenv(FIRST_LEG_ENV, "10")
+    monkeypatch.setenv(TTS_WIDE_ENV, "3")
+    cpu = load_profile("cpu")
+    assert cpu.llm.first_leg_tokens == 10 and cpu.tts.wide_intra_op_threads == 3
     monkeypatch.setenv(FIRST_LEG_ENV, "ten")
     with pytest.raises(ValueError, match=f"{FIRST_LEG_ENV} must be a whole number"):
         load_profile("cpu")

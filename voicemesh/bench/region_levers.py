@@ -35,6 +35,7 @@ from region.node import RegionNode
 from region.pipeline import StreamingPipeline, Turn
 from voicemesh.llm_server import renice_tree
 from voicemesh.processes import listening_pid
+from voicemesh.profiles import FIRST_CHUNK_WORDS
 from wire.audio import FloatAudio
 from wire.client import ClauseAudio
 from wire.errors import VoicemeshError
@@ -45,7 +46,6 @@ Report = Callable[[str], None]
 
 LEVERS = ("priority", "first-chunk")
 DEFAULT_NICE = 10
-DEFAULT_FIRST_WORDS = 4
 FIGURES = ("first_audio_s", "tts_first_audio_s", "first_clause_s", "tokens_per_s", "stall_after_first_s")
 
 
@@ -78,7 +78,7 @@ class _Toggle:
             self._nice = node.settings.llm.nice or DEFAULT_NICE
             self._was = _nice_of(self._pid)
         elif lever == "first-chunk":
-            self._words = node.settings.tts.first_chunk_words or DEFAULT_FIRST_WORDS
+            self._words = node.settings.tts.first_chunk_words or FIRST_CHUNK_WORDS
         else:
             raise VoicemeshError(f"unknown lever {lever!r}: choose from {', '.join(LEVERS)}")
 
