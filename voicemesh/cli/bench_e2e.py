@@ -1,5 +1,6 @@
 """``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline; and
-``voicemesh bench tts-contention``: what decoding beside Kokoro costs its first clause."""
+``voicemesh bench tts-contention``: what decoding beside Kokoro costs its first clause; and
+``voicemesh bench stt-cuts``: how the transcript moves with where the edge cuts a turn."""
 
 from __future__ import annotations
 
@@ -101,6 +102,30 @@ def bench_tts_contention(llm_url: str, wide: int, rounds: int, profile: str | No
         work = run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress)
         try:
             click.echo(await unless_stopped(work, stop))
+        except Stopped:
+            fail("benchmark interrupted", code=130)
+
+    run_until_signal(main)
+
+
+@bench.command("stt-cuts")
+@click.option("--utterances", "n_utterances", default=3, show_default=True, type=click.IntRange(1, 6))
+@click.option(
+    "--shifts", default=8, show_default=True, type=click.IntRange(1, 64),
+    help="Start offsets per utterance, spread over one 32 ms VAD chunk.",
+)  # fmt: skip
+@profile_option
+def bench_stt_cuts(n_utterances: int, shifts: int, profile: str | None) -> None:
+    """The e2e bench's utterances through the edge's VAD cut and Whisper, the start shifted each time."""
+    from voicemesh.bench.stt_cuts import format_cuts, run_stt_cuts
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+
+    async def main(stop: asyncio.Event) -> None:
+        work = run_stt_cuts(p.stt, p.edge.vad_model, utterances=n_utterances, shifts=shifts, report=progress)
+        try:
+            click.echo(format_cuts(await unless_stopped(work, stop)))
         except Stopped:
             fail("benchmark interrupted", code=130)
 
