@@ -66,8 +66,8 @@ async def _nothing(*_: object) -> None:
     return None
 
 
-async def committed_turn(batcher: VadBatcher, audio16: np.ndarray, shift_ms: float) -> bytes:
-    """The turn the edge commits for ``audio16`` preceded by ``shift_ms`` more silence."""
+async def committed_turn(batcher: VadBatcher, audio16: np.ndarray) -> bytes:
+    """The turn the edge commits for ``audio16`` (16 kHz float), streamed as a client would."""
     vad = VadSettings()
     detection = TurnDetection(
         threshold=vad.threshold, prefix_padding_ms=vad.prefix_padding_ms,
@@ -79,9 +79,8 @@ async def committed_turn(batcher: VadBatcher, audio16: np.ndarray, shift_ms: flo
         max_buffer_s=60, on_speech_started=lambda: None, on_turn_end=_nothing,
         on_pause=lambda _audio: None, pause_ms=vad.speculate_after_ms,
     )  # fmt: skip
-    lead = np.zeros(round(shift_ms * STT_RATE / 1000), dtype=np.float32)
     tail = np.zeros(STT_RATE, dtype=np.float32)  # a second of silence: the window ends the turn
-    pcm = float_to_pcm16(resample(np.concatenate([lead, audio16, tail]), STT_RATE, CLIENT_RATE))
+    pcm = float_to_pcm16(resample(np.concatenate([audio16, tail]), STT_RATE, CLIENT_RATE))
     step = CLIENT_RATE * APPEND_MS // 1000 * 2
     for i in range(0, len(pcm), step):
         await turns.append_audio(pcm[i : i + step])
@@ -106,12 +105,12 @@ async def run_stt_cuts(
             row = CutRow(utt.text)
             for k in range(shifts):
                 shift = 32 * k / shifts
-                pcm = await committed_turn(batcher, utt.audio16, shift)
+                lead = np.zeros(round(shift * STT_RATE / 1000), np.float32)
+                shifted = np.concatenate([lead, utt.audio16]).astype(np.float32)
+                pcm = await committed_turn(batcher, shifted)
                 row.shifts_ms.append(shift)
                 row.transcripts.append(await transcriber.transcribe(pcm16_to_float(pcm), CancelToken()))
-                lead = np.zeros(round(shift * STT_RATE / 1000), np.float32)
-                whole = np.concatenate([lead, utt.audio16]).astype(np.float32)
-                row.whole.append(await transcriber.transcribe(whole, CancelToken()))
+                row.whole.append(await transcriber.transcribe(shifted, CancelToken()))
             report(f"utterance {n}/{len(spoken)}: {len(set(row.transcripts))} distinct transcripts")
             rows.append(row)
     finally:
