@@ -10,7 +10,10 @@ counted as one answer's.
 
 The first leg asks for the turn's whole ``max_output_tokens`` and is aborted after ``cap`` tokens
 (``LlmClient.stream``'s ``stop_after``, counted by the server): vLLM checks and refuses the whole
-request before the first word, as it does for a turn in one leg.
+request before the first word, as it does for a turn in one leg. It is aborted where the next word
+would start, so its text ends at a word's end, and the second leg starts with that word (the client
+puts back the space vLLM drops there, as after a failover). Only a first leg that was cut (its
+usage a ``Cut``) has a second: one that ran past ``cap`` and ended by itself is the whole answer.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
-from region.protocols import LlmClient
+from region.protocols import Cut, LlmClient
 from wire.turn import TokenUsage, ToolCall, TurnStart
 
 
@@ -42,9 +45,9 @@ async def in_legs(
         if isinstance(piece, str):
             text += piece
         yield piece
-    if used is None or used.output_tokens < cap:
+    if not isinstance(used, Cut):
         if used is not None:
-            yield used  # ended within the first leg (or the server counted nothing: no second leg)
+            yield used  # the answer ended by itself (or the server counted nothing: no second leg)
         return
     await ready()
     # No visible text yet (a leg spent inside a <think> block): nothing to continue from, so the
@@ -54,7 +57,6 @@ async def in_legs(
         heard_text=start.heard_text + text,
         max_output_tokens=start.max_output_tokens - (used.output_tokens if text else 0),
     )
-    trim = text[-1:].isspace()  # the tokenizer would start the second leg with a space again
     async for piece in llm.stream(rest, user_text):
         if isinstance(piece, TokenUsage):
             # The second leg's prompt repeats the first's words: the user's input is the first's.
@@ -62,8 +64,4 @@ async def in_legs(
                 input_tokens=used.input_tokens, output_tokens=used.output_tokens + piece.output_tokens
             )
             continue
-        if isinstance(piece, str) and trim:
-            piece, trim = piece.lstrip(), not piece.strip()
-            if not piece:
-                continue
         yield piece

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from region.protocols import LlmError
+from region.protocols import Cut, LlmError
 from region.settings import LlmSettings
 from region.think import ThinkFilter
 from region.tools import CallAssembler, chat_message, chat_tools, forced_call, forced_prompt, forced_schema
@@ -49,6 +49,21 @@ def _refusal(status: int, body: bytes) -> LlmRefused | LlmError:
     if status in REQUEST_ERROR_STATUSES:
         return LlmRefused(f"the model refused the request: {detail}")
     return LlmError(f"vLLM answered {status}: {detail}")
+
+
+LEANS_BACK = frozenset(",.;:!?…%)]}'’”")
+"""What a continuation may start with that joins the word before it without a space ("," "'s")."""
+
+
+def spaced(heard: str, piece: str) -> str:
+    """The first visible piece of a continuation of ``heard`` (``continue_final_message``): vLLM
+    drops the space its first word starts with ("satellite" + "in the", "France." + "It's"), so it
+    goes back unless ``heard`` ends with one or the piece leans on the word before (``LEANS_BACK``).
+    ``heard`` ends at a word's end (a failover's clauses, a first leg cut before a word: ``stream``),
+    so a space is what the answer in one go had there."""
+    if heard and not heard[-1].isspace() and piece[:1] not in LEANS_BACK:
+        return " " + piece
+    return piece
 
 
 def build_messages(start: TurnStart, system_prompt: str, user_text: str) -> list[dict[str, Any]]:
@@ -152,7 +167,9 @@ class VllmClient:
             return
         think = ThinkFilter()
         calls = CallAssembler()
-        usage: TokenUsage | None = None
+        usage = shown = None  # the server's count (each chunk's with ``stop_after``); that behind the text
+        due = cut = False
+        heard = start.heard_text  # until the first visible piece: ``spaced``
         async with contextlib.aclosing(self._deltas(body)) as deltas:
             async for message in deltas:
                 if isinstance(message, TokenUsage):
@@ -161,15 +178,27 @@ class VllmClient:
                 if tool_deltas := message.get("tool_calls"):
                     calls.feed(tool_deltas)
                 if (delta := message.get("content")) and (visible := think.feed(delta)):
+                    # Past ``stop_after``, a piece that starts a word is left to the next request,
+                    # which continues this text from a word's end (``region.legs``, ``spaced``).
+                    # Only a piece's start is a cut: one of several tokens with a space inside it
+                    # is rare and kept whole.
+                    if due and visible[0].isspace():
+                        cut, usage = True, shown  # (its tokens are the next request's)
+                        break
+                    visible, heard, shown = spaced(heard, visible), "", usage
                     yield visible
                 if stop_after and usage is not None and usage.output_tokens >= stop_after:
-                    break  # (leaving ``aclosing`` aborts the request: vLLM stops decoding it)
-        if tail := think.flush():
-            yield tail
+                    due = True
+                    if shown is None:  # nothing visible yet (a <think> block): no word to end at
+                        cut = True
+                        break
+        # (leaving ``aclosing`` on a cut aborts the request: vLLM stops decoding it)
+        if not cut and (tail := think.flush()):
+            yield spaced(heard, tail)
         for call in calls.calls():
             yield call
         if usage is not None:
-            yield usage
+            yield Cut(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens) if cut else usage
 
     async def _forced_call(
         self, start: TurnStart, body: dict[str, Any]

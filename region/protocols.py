@@ -30,6 +30,11 @@ class LlmError(RegionError):
     code = "llm_error"
 
 
+class Cut(TokenUsage, frozen=True, kw_only=True):
+    """The usage a stream ends with when ``stop_after`` cut it short (``LlmClient.stream``): the
+    tokens behind the text it yielded. Any other ``TokenUsage``: the answer ended by itself."""
+
+
 class Model(Protocol):
     """A backend that must be loaded (and warmed) before the region reports itself ready."""
 
@@ -66,10 +71,12 @@ class LlmClient(Model, Protocol):
         """The visible answer to ``user_text`` as it is generated, then (with ``start.tools``) the
         function calls it makes, each whole (the pipeline checks them: ``region.tools.check_call``),
         then the ``TokenUsage`` the server counted, if it did. After a failover
-        (``start.heard_text``) it continues that text instead of starting a new answer. Closing the
-        iterator aborts the request. ``stop_after`` (> 0): the request is checked and admitted
-        whole, but aborted once the server counted that many output tokens; the usage is then the
-        count so far (``region.legs``). Raises ``LlmError``."""
+        (``start.heard_text``) it continues that text instead of starting a new answer, joined as
+        one answer would be (a space before its first word). Closing the iterator aborts the
+        request. ``stop_after`` (> 0): the request is checked and admitted whole, but once the
+        server counted that many output tokens it is aborted where the next word starts, that word
+        not yielded (so the text ends at a word's end, not with a space; at once while no text is
+        visible yet); its usage is then a ``Cut`` (``region.legs``). Raises ``LlmError``."""
         ...
 
     async def aclose(self) -> None: ...

@@ -23,7 +23,7 @@ import numpy as np
 from region.cancel import Cancelled, CancelToken
 from region.node import RegionNode, Report
 from region.pipeline import Stages
-from region.protocols import LlmClient, SpeechToText, TextToSpeech, choose_voice
+from region.protocols import Cut, LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
 from region.voice_styles import check_custom
@@ -152,12 +152,19 @@ class FixedTranscript:
         return [Segment(start=0.0, end=round(len(audio) / STT_RATE, 3), text=text)]
 
 
+TOKEN = re.compile(r"\s*(?:'\w+|\w+|[^\w\s])|\s+")
+"""``ScriptedLlm``'s tokens, as a BPE tokenizer cuts text: a word (with the space before it), a
+punctuation mark, or a contraction's end ("'s")."""
+
+
 class ScriptedLlm:
-    """Stands in for vLLM where the model's words are not under test: streams ``reply`` a word per
-    delta. After a failover (``heard_text``) it continues after what was heard when ``reply`` starts
-    with it, as vLLM does with ``continue_final_message``. With a ``hold`` the stream pauses before
-    delta ``hold_at``, like a model still writing. ``calls`` end the answer (when the turn has
-    tools and its ``tool_choice`` is not ``"none"``), as vLLM's calls do."""
+    """Stands in for vLLM where the model's words are not under test: streams ``reply`` a token
+    (``TOKEN``) per delta. After a failover (``heard_text``) it continues after what was heard when
+    ``reply`` starts with it, as ``VllmClient`` does (vLLM's ``continue_final_message``). With a
+    ``hold`` the stream pauses before delta ``hold_at``, like a model still writing. ``calls`` end
+    the answer (when the turn has tools and its ``tool_choice`` is not ``"none"``), as vLLM's calls
+    do. With ``counts_tokens`` it counts the tokens (``TokenUsage``), and ``stop_after`` cuts the
+    answer as ``VllmClient`` does: before the first word to start after that many."""
 
     ready = True
     url = "memory://scripted-llm"
@@ -194,25 +201,27 @@ class ScriptedLlm:
         reply = self.reply
         if start.heard_text and reply.startswith(start.heard_text):
             reply = reply[len(start.heard_text) :]
-        deltas = re.split(r"(?<=\s)(?=\S)", reply)
+        tokens = TOKEN.findall(reply)
         if self.counts_tokens:
-            deltas = deltas[: start.max_output_tokens]
-            if stop_after:  # (a word per token: the server's count)
-                deltas = deltas[:stop_after]
+            tokens = tokens[: start.max_output_tokens]
+        sent = len(tokens)
+        if self.counts_tokens and stop_after:  # (the real client cuts on the server's count)
+            sent = next((i for i in range(stop_after, sent) if tokens[i][0].isspace()), sent)
         self.open_streams += 1
         finished = False
         try:
-            for i, delta in enumerate(deltas):
+            for i, token in enumerate(tokens[:sent]):
                 if self.hold is not None and i == self.hold_at:
                     await self.hold.wait()
                 await asyncio.sleep(0)  # other tasks run between tokens, as with a network stream
-                yield delta
+                yield token
             if start.tools and start.tool_choice != "none":
                 for call in self.calls:
                     yield call
             if self.counts_tokens:
                 prompt = len(user_text.split()) + len(start.heard_text.split())
-                yield TokenUsage(input_tokens=prompt, output_tokens=len(deltas))
+                kind = Cut if sent < len(tokens) else TokenUsage
+                yield kind(input_tokens=prompt, output_tokens=sent)
             finished = True
         finally:
             self.open_streams -= 1

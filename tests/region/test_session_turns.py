@@ -102,7 +102,7 @@ async def test_a_failed_over_turn_skips_stt_and_continues_after_what_was_heard()
 
 async def test_cancel_mid_answer_stops_every_stage_and_the_connection_goes_on() -> None:
     llm_hold, tts_hold = Hold(), Hold()
-    llm = ScriptedLlm(REPLY, hold=llm_hold, hold_at=5)  # writing the answer...
+    llm = ScriptedLlm(REPLY, hold=llm_hold, hold_at=6)  # writing the answer...
     tts = ToneTts(hold=tts_hold)  # ...while speaking its first clause
     node = standin_node(llm=llm, tts=tts)
     async with open_session(node) as channel:
