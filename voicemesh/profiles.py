@@ -89,14 +89,15 @@ still counts). Three against four words measured 0.78 vs 1.04 s of Kokoro on the
 3.26 vs 3.70 s to first audio on one caller (docs/benchmarks.md "End to end")."""
 
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
-FIRST_LEG_TOKENS = 0
-"""With N > 0 the cpu profile decodes an answer's first N tokens (8: about the three words of the
-first chunk), then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``):
-on two shared cores Kokoro takes longer beside decoding (3.26 s to first audio at one caller with
-it and the wide session, docs/benchmarks.md "End to end"). Off by default again: the second leg's
-first word comes back from vLLM (``continue_final_message``) without its leading space, so a leg
-that ended at a word's end reads "satellite inthe" (text and speech). The first leg must end at a
-word boundary before this can be on. The gpu profile decodes on the GPU: nothing to hold for (0)."""
+FIRST_LEG_TOKENS = 8
+"""The cpu profile decodes an answer's first 8 tokens (about the three words of the first chunk),
+then holds decoding while that chunk is synthesised (``LlmSettings.first_leg_tokens``, 0: off): on
+two shared cores Kokoro takes longer beside decoding (3.26 s to first audio at one caller with it
+and the wide session, docs/benchmarks.md "End to end"). The first leg asks vLLM for the whole
+``max_tokens`` (a request vLLM would refuse is refused before any word) and ends before the first
+word to start after 8 tokens, so the second leg continues from whole words (the space vLLM drops
+there is put back: ``region.llm.spaced``). The gpu profile decodes on the GPU: nothing to hold for
+(0)."""
 
 TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
 TTS_WIDE_THREADS = 2
