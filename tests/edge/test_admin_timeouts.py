@@ -10,9 +10,9 @@ models are not what is under test), through Litestar's test client or the edge's
 from __future__ import annotations
 
 import asyncio
-import time
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
