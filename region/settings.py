@@ -17,6 +17,10 @@ class SttSettings:
     an egg?" as "How do my boy learn?" where 5 got it right, for ~7 % more STT time on a short turn
     (docs/benchmarks.md "End to end")."""
     language: str = "en"
+    window_frames: int = 3000
+    """Whisper's encoder window for a turn that fits in it, in 10 ms feature frames (3000: Whisper's
+    own 30 s). The cpu profile's 1500 encodes a short turn in a quarter of the time, as accurately
+    (``region/whisper_window.py``)."""
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import asyncio
 import logging
 
 import numpy as np
-from faster_whisper import WhisperModel
 
 from region.cancel import CancelToken
 from region.settings import SttSettings
+from region.whisper_window import WindowedWhisper
 from region.workload import Workload
 from wire.audio import FloatAudio
 from wire.errors import ModelMissing
@@ -24,7 +24,7 @@ class Transcriber:
     def __init__(self, settings: SttSettings, workload: Workload | None = None) -> None:
         self.settings = settings
         self.workload = workload or Workload()
-        self._model: WhisperModel | None = None
+        self._model: WindowedWhisper | None = None
 
     @property
     def ready(self) -> bool:
@@ -35,8 +35,9 @@ class Transcriber:
         s = self.settings
         try:
             model = await asyncio.to_thread(
-                WhisperModel, s.model, device=s.device, compute_type=s.compute_type, cpu_threads=s.cpu_threads
-            )
+                WindowedWhisper, s.model, device=s.device, compute_type=s.compute_type,
+                cpu_threads=s.cpu_threads, window_frames=s.window_frames,
+            )  # fmt: skip
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelMissing(
                 f"cannot load Whisper from {s.model}: {exc}; run `voicemesh models fetch`"

