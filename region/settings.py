@@ -19,8 +19,8 @@ class SttSettings:
     language: str = "en"
     window_frames: int = 3000
     """Whisper's encoder window for a turn that fits in it, in 10 ms feature frames (3000: Whisper's
-    own 30 s). The cpu profile's 1500 encodes a short turn in a quarter of the time, as accurately
-    (``region/whisper_window.py``)."""
+    own 30 s). The cpu profile's 1500 encodes a short turn in a quarter of the time
+    (``region/whisper_window.py``; its accuracy: docs/benchmarks.md "Transcripts")."""
 
 
 @dataclass(frozen=True)

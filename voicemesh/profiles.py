@@ -102,8 +102,10 @@ there is put back: ``region.llm.spaced``). The gpu profile decodes on the GPU: n
 STT_WINDOW_FRAMES = 1500
 """The cpu profile's Whisper encodes a turn of up to 15 s on the first half of its window
 (``SttSettings.window_frames``): 0.21 vs 0.86 s of encoder, 0.56 vs 1.21 s per transcription of the
-e2e questions, as accurately (docs/benchmarks.md "Transcripts"). The gpu profile keeps Whisper's
-30 s: its encoder is not the cost there, and large-v3 was not measured on a short window."""
+e2e questions; paired on 96 cuts, 13 turns heard better and 11 worse (docs/benchmarks.md
+"Transcripts": whether it costs accuracy on the hardest utterances is still open). The gpu
+profile keeps Whisper's 30 s: its encoder is not the cost there, and large-v3 was not measured on
+a short window."""
 
 TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
 TTS_WIDE_THREADS = 2
