@@ -300,20 +300,22 @@ async def _frames(
     def check() -> None:
         nonlocal watch, ended
         now = loop.time()
-        if receiving and now >= ends_at:
+        if now >= ends_at:
             ended = SessionExpired("maximum session duration reached")
         elif receiving and now >= last + idle_s:
             ended = SessionIdle(
                 f"no client event for {idle_s:g} s: session closed (send events, or reconnect)"
             )
-        if ended is not None:
-            task.cancel()
-        else:  # (a frame still being handled counts as activity)
-            watch = loop.call_at(min(ends_at, max(last, now) + idle_s), check)
+        if ended is None:  # (a frame still being handled counts as activity)
+            watch = loop.call_at(min(ends_at, (last if receiving else now) + idle_s), check)
+        elif receiving:
+            task.cancel()  # (else the loop raises it before its next receive)
 
     watch = loop.call_at(min(ends_at, last + idle_s), check)
     try:
         while True:
+            if ended is not None:
+                raise ended
             receiving = True
             try:
                 message = await socket.receive()
