@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+FULL_WINDOW_FRAMES = 3000
+"""Whisper's window: 30 s, 100 feature frames a second."""
+
 
 @dataclass(frozen=True)
 class SttSettings:
@@ -17,7 +20,7 @@ class SttSettings:
     an egg?" as "How do my boy learn?" where 5 got it right, for ~7 % more STT time on a short turn
     (docs/benchmarks.md "End to end")."""
     language: str = "en"
-    window_frames: int = 3000
+    window_frames: int = FULL_WINDOW_FRAMES
     """Whisper's encoder window for a turn that fits in it, in 10 ms feature frames (3000: Whisper's
     own 30 s). The cpu profile's 1500 encodes a short turn in a quarter of the time
     (``region/whisper_window.py``; its accuracy: docs/benchmarks.md "Transcripts")."""

@@ -17,8 +17,7 @@ import ctranslate2
 import numpy as np
 from faster_whisper import WhisperModel
 
-FULL_WINDOW_FRAMES = 3000
-"""Whisper's 30 s, 100 feature frames a second."""
+from region.settings import FULL_WINDOW_FRAMES
 
 
 class WindowedWhisper(WhisperModel):  # type: ignore[misc]  # (faster-whisper is untyped)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from edge.settings import ContentLimits
 from edge.voices import CPU_VOICES, GPU_VOICES, VoiceTable
-from region.settings import LlmSettings, SttSettings, TtsSettings
+from region.settings import FULL_WINDOW_FRAMES, LlmSettings, SttSettings, TtsSettings
 from voicemesh import paths
 from voicemesh.models.catalog import SMOLLM2_HF
 from voicemesh.models.fetch import runtime_python
@@ -99,6 +99,7 @@ word to start after 8 tokens, so the second leg continues from whole words (the 
 there is put back: ``region.llm.spaced``). The gpu profile decodes on the GPU: nothing to hold for
 (0)."""
 
+STT_WINDOW_ENV = "VOICEMESH_STT_WINDOW_FRAMES"
 STT_WINDOW_FRAMES = 1500
 """The cpu profile's Whisper encodes a turn of up to 15 s on the first half of its window
 (``SttSettings.window_frames``): 0.21 vs 0.86 s of encoder, 0.56 vs 1.21 s per transcription of the
@@ -172,6 +173,10 @@ def _tts_wide_threads() -> int:
     return _env_int(TTS_WIDE_ENV, TTS_WIDE_THREADS, 0, 64)
 
 
+def _stt_window_frames() -> int:
+    return _env_int(STT_WINDOW_ENV, STT_WINDOW_FRAMES, 1000, FULL_WINDOW_FRAMES)
+
+
 def _first_chunk_words() -> int:
     return _env_int(FIRST_CHUNK_ENV, FIRST_CHUNK_WORDS, 0, 64)
 
@@ -222,7 +227,7 @@ def cpu_profile() -> Profile:
             device="cpu",
             compute_type="int8",
             cpu_threads=2,
-            window_frames=STT_WINDOW_FRAMES,
+            window_frames=_stt_window_frames(),
         ),
         llm=LlmSettings(
             model=str(models / SMOLLM2_HF),

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from region.whisper_window import FULL_WINDOW_FRAMES, WindowedWhisper
+from region.settings import FULL_WINDOW_FRAMES
+from region.whisper_window import WindowedWhisper
 from voicemesh.profiles import cpu_profile
 from voicemesh.speech import espeak
 from wire.audio import STT_RATE

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from voicemesh.cli.common import cli
 from voicemesh.cli.main import _register
-from voicemesh.profiles import FIRST_LEG_ENV, SPECULATE_ENV, TTS_WIDE_ENV, load_profile
+from voicemesh.profiles import FIRST_LEG_ENV, SPECULATE_ENV, STT_WINDOW_ENV, TTS_WIDE_ENV, load_profile
 
 
 def test_default_is_cpu_and_its_files_exist(models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,6 +70,12 @@ def test_the_first_leg_and_wide_kokoro_are_settings(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(TTS_WIDE_ENV, "3")
     cpu = load_profile("cpu")
     assert cpu.llm.first_leg_tokens == 10 and cpu.tts.wide_intra_op_threads == 3
+    monkeypatch.setenv(STT_WINDOW_ENV, "3000")
+    assert load_profile("cpu").stt.window_frames == 3000  # Whisper's whole window
+    monkeypatch.setenv(STT_WINDOW_ENV, "500")
+    with pytest.raises(ValueError, match=STT_WINDOW_ENV):
+        load_profile("cpu")
+    monkeypatch.delenv(STT_WINDOW_ENV)
     monkeypatch.setenv(FIRST_LEG_ENV, "ten")
     with pytest.raises(ValueError, match=f"{FIRST_LEG_ENV} must be a whole number"):
         load_profile("cpu")
