@@ -2,8 +2,9 @@
 ``session.audio.output.format``): ``audio/pcm`` (24 kHz PCM16), ``audio/pcmu`` and ``audio/pcma``
 (G.711 mu-law and A-law at 8 kHz, for telephony).
 
-Inside the edge audio is always what it was before formats: 16 kHz float for VAD and STT, 24 kHz
-PCM16 from the regions and the fallback voice. ``InputDecoder`` and ``OutputEncoder`` convert at the
+Inside the edge audio is always what it was before formats: 24 kHz float in a session's input buffer
+(``edge/input_audio.py``: VAD takes it to 8 kHz, STT to 16 kHz), 24 kHz PCM16 from the regions and
+the fallback voice. ``InputDecoder`` and ``OutputEncoder`` convert at the
 session's border, streaming (soxr resamplers that keep their state from chunk to chunk, so no
 clicks at chunk boundaries). Everything that counts audio (buffered ms, VAD positions, playback
 pacing, where each clause ends) counts the internal audio, so it means the same in every format.

@@ -1,7 +1,10 @@
-"""One session's input audio buffer: the client's format in (24 kHz PCM16, or 8 kHz G.711), 16 kHz
-for VAD and the region's STT.
+"""One session's input audio buffer: the client's format in (24 kHz PCM16, or 8 kHz G.711), 32 ms
+chunks to VAD as they fill, 16 kHz PCM16 out for the region's STT.
 
-Sample positions are absolute (16 kHz samples since the session began), so ``audio_start_ms`` /
+The buffer holds 24 kHz float, so PCM (what nearly every client sends) goes in with no resampling
+at all; a turn is resampled to 16 kHz once, whole, when it is taken (per append, a streaming
+resampler per session was a sixth of the edge's CPU: docs/benchmarks.md, "Append hot path").
+Sample positions are absolute (24 kHz samples since the session began), so ``audio_start_ms`` /
 ``audio_end_ms`` mean what OpenAI's do. With server VAD, audio before the current speech is trimmed
 to the prefix padding as it goes, so an open microphone never grows the buffer.
 """
@@ -11,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
-from edge.protocols import CHUNK, F32, SpeechProbability
+from edge.protocols import CHUNK, F32, RATE, SpeechProbability
 from edge.turn_detector import TurnDetector, TurnEvent
-from wire.audio import STT_RATE, float_to_pcm16
+from wire.audio import STT_RATE, float_to_pcm16, resample
 from wire.errors import BadAudio
 
-MS = STT_RATE // 1000
+MS = RATE // 1000
 
 
 class _Samples:
@@ -68,13 +71,15 @@ class InputAudio:
     ) -> None:
         self._vad = vad
         self.detector = detector
-        self._decoder = InputDecoder(audio_format, STT_RATE)
+        self._decoder = InputDecoder(audio_format, RATE)
         self._buf = _Samples()
         self._buf_start = 0
         """Absolute sample index of ``_buf[0]``."""
         self._vad_pos = 0
         """Absolute index of the next sample VAD has not seen."""
-        self._max_samples = int(max_buffer_s * STT_RATE)
+        self._max_samples = int(max_buffer_s * RATE)
+        self._peeked: tuple[int, int, bytes] | None = None
+        """The last ``peek``: absolute (start, end) and its 16 kHz PCM16."""
 
     @property
     def buffered_ms(self) -> int:
@@ -94,14 +99,14 @@ class InputAudio:
     def _flush_decoder(self, fmt: AudioFormat) -> None:
         """Buffer what the resampler holds; go on in ``fmt`` with a new one."""
         self._buf.extend(self._decoder.flush())
-        self._decoder = InputDecoder(fmt, STT_RATE)
+        self._decoder = InputDecoder(fmt, RATE)
 
     async def append(self, data: bytes) -> list[TurnEvent]:
         """Client audio in the session's input format."""
         samples = self._decoder.samples(data)  # (checks the length first: bad audio is refused as such)
         if self.detector is None and len(self._buf) + self._decoder.pending + samples > self._max_samples:
             raise BadAudio(
-                f"input audio buffer is full ({self._max_samples // STT_RATE} s): commit or clear it",
+                f"input audio buffer is full ({self._max_samples // RATE} s): commit or clear it",
                 code="input_audio_buffer_full",
             )
         self._buf.extend(self._decoder.decode(data))
@@ -133,19 +138,29 @@ class InputAudio:
         if end_ms is None:
             self._flush_decoder(self._decoder.format)
         start, end = self._span(start_ms, end_ms)
-        pcm = float_to_pcm16(self._buf.view[start:end])
+        pcm = self._stt_pcm(start, end)
         self._trim(self._buf_start + end)
         return pcm
 
     def peek(self, start_ms: int, end_ms: int) -> bytes:
         """What ``take(start_ms, end_ms)`` would return now, leaving the buffer as it is."""
         start, end = self._span(start_ms, end_ms)
-        return float_to_pcm16(self._buf.view[start:end])
+        pcm = self._stt_pcm(start, end)
+        self._peeked = (self._buf_start + start, self._buf_start + end, pcm)
+        return pcm
+
+    def _stt_pcm(self, start: int, end: int) -> bytes:
+        """16 kHz PCM16 of buffer indices ``start:end``: what was peeked last if it is the same
+        span (a turn started at a pause is then taken whole: ``edge/speculation.py``)."""
+        if self._peeked is not None and self._peeked[:2] == (self._buf_start + start, self._buf_start + end):
+            return self._peeked[2]  # (what a position holds never changes: positions only grow)
+        span = self._buf.view[start:end]
+        return float_to_pcm16(resample(span, RATE, STT_RATE)) if len(span) else b""
 
     def _span(self, start_ms: int | None, end_ms: int | None) -> tuple[int, int]:
         start = max(0, (start_ms or 0) * MS - self._buf_start)
         end = len(self._buf) if end_ms is None else max(start, end_ms * MS - self._buf_start)
-        return start, end
+        return start, min(end, len(self._buf))
 
     def clear(self) -> None:
         self._flush_decoder(self._decoder.format)  # (dropped too, but counted: positions stay true)

@@ -1,8 +1,8 @@
 """What an edge session needs from its models, as small Protocols (the real ones are wired in
 ``edge.services.EdgeServices.build``; in-memory stand-ins live in ``edge.testing``).
 
-* ``Vad``: speech probabilities for each session's audio, 512 samples (32 ms at 16 kHz) at a time
-  (``edge.vad.VadBatcher``: batched Silero).
+* ``Vad``: speech probabilities for each session's audio, 32 ms of its input buffer (24 kHz) at a
+  time (``edge.vad.VadBatcher``: batched Silero at 8 kHz).
 * ``FallbackSpeaker``: the edge's own voice for turns no region can finish
   (``edge.fallback_voice.FallbackVoice``: Piper).
 * The router is ``router.api.TurnRouter``.
@@ -16,10 +16,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-CHUNK = 512
-"""Samples per VAD chunk (16 kHz)."""
-CONTEXT = 64
-RATE = 16_000
+RATE = 24_000
+"""Of a session's input buffer: the client's PCM rate, so PCM is buffered as it comes (16 kHz for STT
+is made once per turn, at commit; ``edge/input_audio.py``)."""
+CHUNK = 768
+"""Samples per VAD chunk (32 ms at ``RATE``)."""
 CHUNK_MS = CHUNK * 1000 // RATE
 
 F32 = npt.NDArray[np.float32]
@@ -29,7 +30,7 @@ class SpeechProbability(Protocol):
     """One session's VAD: its chunks must be sent in order (the model keeps state between them)."""
 
     async def probability(self, chunk: F32) -> float:
-        """Speech probability of the next ``CHUNK`` samples (16 kHz float32)."""
+        """Speech probability of the next ``CHUNK`` samples (``RATE`` float32)."""
         ...
 
 

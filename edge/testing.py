@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from edge.events import new_id
-from edge.protocols import F32, FallbackSpeaker, SpeechProbability, Vad
+from edge.protocols import F32, RATE, FallbackSpeaker, SpeechProbability, Vad
 from edge.services import EdgeServices
 from edge.session import RealtimeSession
 from edge.session_update import initial_state
@@ -213,7 +213,7 @@ class EnergyVad:
 
     def status(self) -> dict[str, object]:
         one = min(1, self.chunks)
-        return {"batched": False, "calls": self.chunks, "chunks": self.chunks, "largest_batch": one}
+        return {"rate": RATE, "calls": self.chunks, "chunks": self.chunks, "largest_batch": one}
 
     async def aclose(self) -> None:
         pass

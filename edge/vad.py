@@ -1,14 +1,18 @@
-"""Silero VAD for every session of the process, run batched in one place.
+"""Silero VAD for every session of the process, run batched in one place, at 8 kHz.
 
-Each session's ``VadStream`` submits one 512-sample (32 ms at 16 kHz) chunk at a time and awaits its
-speech probability. The ``VadBatcher`` task collects whatever chunks all sessions have pending,
-stacks them (with each stream's 64-sample context and recurrent state) and runs ONE model call with
-batch B on a dedicated thread, so the event loop keeps relaying audio meanwhile. A stream never has
-two chunks in flight (its state is sequential), so any batch holds each stream at most once.
+Each session's ``VadStream`` submits one 32 ms chunk of its input buffer (768 samples at 24 kHz) at
+a time and awaits its speech probability. The ``VadBatcher`` task collects whatever chunks all
+sessions have pending, brings them to 8 kHz together (``edge.decimate``), stacks them with each
+stream's 32-sample context and recurrent state, and runs ONE model call with batch B on a dedicated
+thread, so the event loop keeps relaying audio meanwhile. A stream never has two chunks in flight
+(its state is sequential), so any batch holds each stream at most once.
 
-Two Silero v6 exports exist: the ``silero-vad`` wheel's (``input``/``state (2,B,128)``/``sr``,
-batchable) and faster-whisper's (``input``/``h``/``c``, state batch fixed at 1). Both load; the
-second runs stream by stream inside the same tick (``batched`` tells which).
+Why 8 kHz: Silero has an 8 kHz mode of its own (trained for telephony), and a chunk costs about
+60 % of a 16 kHz one (33 vs 58 us batched, this machine): VAD was most of the edge's CPU per audio
+stream (docs/benchmarks.md, "Append hot path"). Turn boundaries move by at most a chunk or two.
+
+The model is the ``silero-vad`` wheel's v6 export (``input``/``state (2,B,128)``/``sr``), which
+takes a batch and both rates; faster-whisper's (``h``/``c``, 16 kHz only) is refused by name.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnxruntime as ort
 
-from edge.protocols import CHUNK, CHUNK_MS, CONTEXT, F32, RATE
+from edge.decimate import FACTOR, HISTORY, decimate
+from edge.protocols import CHUNK, CHUNK_MS, F32
 from wire.errors import ModelMissing
 from wire.tasks import cancel_and_wait
 
 __all__ = ["CHUNK", "CHUNK_MS", "BatchStats", "SileroModel", "VadBatcher", "VadStream"]
+
+MODEL_RATE = 8_000
+MODEL_CHUNK = CHUNK // FACTOR
+CONTEXT = 32
+"""Samples of the previous chunk Silero sees in front of each one at 8 kHz (64 at 16 kHz)."""
 
 
 class SileroModel:
@@ -38,44 +48,39 @@ class SileroModel:
             raise ModelMissing(
                 f"cannot load Silero VAD from {path}: {exc}; run `voicemesh models fetch`"
             ) from exc
-        names = {i.name for i in self._session.get_inputs()}
-        self.batched = "state" in names
-        self._sr = np.array(RATE, dtype=np.int64)
+        if {i.name for i in self._session.get_inputs()} != {"input", "state", "sr"}:
+            raise ModelMissing(
+                f"{path} is not the silero-vad wheel's Silero export (batched, with an 8 kHz mode): "
+                "run `voicemesh models fetch` and use its silero_vad.onnx"
+            )
+        self._sr = np.array(MODEL_RATE, dtype=np.int64)
 
     def initial_state(self) -> F32:
         """(2, 128): Silero's recurrent state of one stream (h and c)."""
         return np.zeros((2, 128), dtype=np.float32)
 
     def run(self, frames: F32, states: F32) -> tuple[F32, F32]:
-        """``frames`` (B, 576) and ``states`` (B, 2, 128) -> probabilities (B,) and new states (B, 2, 128)."""
-        if self.batched:
-            out, state_n = self._session.run(
-                None,
-                {"input": frames, "state": np.ascontiguousarray(states.transpose(1, 0, 2)), "sr": self._sr},
-            )
-            return np.asarray(out, np.float32).reshape(-1), np.asarray(state_n, np.float32).transpose(1, 0, 2)
-        probs = np.empty(len(frames), dtype=np.float32)
-        new_states = np.empty_like(states)
-        for i in range(len(frames)):
-            out, h, c = self._session.run(
-                None,
-                {"input": frames[i : i + 1], "h": states[i, 0][None, None], "c": states[i, 1][None, None]},
-            )
-            probs[i] = float(np.asarray(out).reshape(-1)[0])
-            new_states[i, 0], new_states[i, 1] = h.reshape(128), c.reshape(128)
-        return probs, new_states
+        """``frames`` (B, 288: context + chunk at 8 kHz) and ``states`` (B, 2, 128) -> probabilities
+        (B,) and new states (B, 2, 128)."""
+        out, state_n = self._session.run(
+            None,
+            {"input": frames, "state": np.ascontiguousarray(states.transpose(1, 0, 2)), "sr": self._sr},
+        )
+        return np.asarray(out, np.float32).reshape(-1), np.asarray(state_n, np.float32).transpose(1, 0, 2)
 
 
 @dataclass(eq=False)
 class VadStream:
-    """One session's VAD: its context samples and recurrent state between chunks."""
+    """One session's VAD: its recurrent state, and what it keeps of the previous chunk (the
+    decimator's input history, Silero's context) between chunks."""
 
     batcher: VadBatcher
     state: F32
+    history: F32 = field(default_factory=lambda: np.zeros(HISTORY, dtype=np.float32))
     context: F32 = field(default_factory=lambda: np.zeros(CONTEXT, dtype=np.float32))
 
     async def probability(self, chunk: F32) -> float:
-        """Speech probability of the next 512 samples (16 kHz float32)."""
+        """Speech probability of the next ``CHUNK`` samples (24 kHz float32)."""
         return await self.batcher.submit(self, chunk)
 
 
@@ -103,7 +108,7 @@ class VadBatcher:
 
     def status(self) -> dict[str, object]:
         return {
-            "batched": self.model.batched,
+            "rate": MODEL_RATE,
             "calls": self.stats.calls,
             "chunks": self.stats.chunks,
             "largest_batch": self.stats.largest,
@@ -130,12 +135,15 @@ class VadBatcher:
             batch = [item for item in batch if not item[2].done()]  # sessions that went away
             if not batch:
                 continue
-            # One array filled in place: the chunks are views of each session's buffer, valid
-            # until its append returns (it awaits this batch), so each row is copied here.
-            frames = np.empty((len(batch), CONTEXT + CHUNK), dtype=np.float32)
+            # Arrays filled in place: the chunks are views of each session's buffer, valid until
+            # its append returns (it awaits this batch), so each row is copied here.
+            rows = np.empty((len(batch), HISTORY + CHUNK), dtype=np.float32)
+            frames = np.empty((len(batch), CONTEXT + MODEL_CHUNK), dtype=np.float32)
             for i, (stream, chunk, _) in enumerate(batch):
+                rows[i, :HISTORY] = stream.history
+                rows[i, HISTORY:] = chunk
                 frames[i, :CONTEXT] = stream.context
-                frames[i, CONTEXT:] = chunk
+            frames[:, CONTEXT:] = decimate(rows)
             states = np.stack([s.state for s, _, _ in batch])
             try:
                 probs, new_states = await loop.run_in_executor(self._executor, self.model.run, frames, states)
@@ -147,9 +155,11 @@ class VadBatcher:
             self.stats.calls += 1
             self.stats.chunks += len(batch)
             self.stats.largest = max(self.stats.largest, len(batch))
-            contexts = frames[:, -CONTEXT:].copy()  # (streams keep these: not views of the whole batch)
+            # (streams keep copies: not views that hold the whole batch's arrays)
+            histories, contexts = rows[:, -HISTORY:].copy(), frames[:, -CONTEXT:].copy()
             for i, (stream, _, fut) in enumerate(batch):
                 stream.state = new_states[i]
+                stream.history = histories[i]
                 stream.context = contexts[i]
                 if not fut.done():
                     fut.set_result(float(probs[i]))

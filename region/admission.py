@@ -117,6 +117,7 @@ class Admission:
     async def _live_slot(self, on_queued: OnQueued, priority: Priority) -> AsyncIterator[Slot]:
         t0 = time.perf_counter()
         queued = self.queued
+        waited = 0.0  # (a turn that found a slot free did not queue, however busy the machine is)
         if self.active < self.capacity and not queued:
             self.active += 1
         elif queued >= self.queue_limit:
@@ -128,7 +129,8 @@ class Admission:
             )
         else:
             await self._wait_in_line(on_queued, priority)
-        slot = Slot(queued_s=round(time.perf_counter() - t0, 4))
+            waited = round(time.perf_counter() - t0, 4)
+        slot = Slot(queued_s=waited)
         held = time.perf_counter()
         try:
             yield slot

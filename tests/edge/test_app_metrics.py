@@ -40,7 +40,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
         assert http.get("/status", headers=KEY).status_code == 403  # a caller key is not an admin
         status = http.get("/status", headers=ADMIN).json()
         assert status["edge"]["open_sessions"] == 0
-        assert set(status["edge"]["vad"]) == {"batched", "calls", "chunks", "largest_batch"}
+        assert set(status["edge"]["vad"]) == {"rate", "calls", "chunks", "largest_batch"}
         assert status["router"] == {"regions": [], "scripted_turns": 0}
 
         before = http.get("/metrics")

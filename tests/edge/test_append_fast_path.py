@@ -139,7 +139,7 @@ async def test_batcher_reads_chunks_before_their_buffer_is_reused(
 ) -> None:
     """Sessions hand the batcher views of their input buffer, reused once the append returns: the
     probabilities (and each stream's context) must be those of an untouched copy."""
-    samples, _ = read_wav(speech("Turn on the kitchen lights, please.", rate=16_000))
+    samples, _ = read_wav(speech("Turn on the kitchen lights, please.", rate=24_000))
     chunks = samples[: len(samples) // CHUNK * CHUNK].reshape(-1, CHUNK)
     batcher = VadBatcher(str(models["silero-vad"] / "silero_vad.onnx"))
     try:

@@ -18,8 +18,8 @@ from wire.audio import read_wav
 
 @pytest.fixture(scope="module")
 def utterance(speech: Callable[..., Path]) -> np.ndarray:
-    samples, rate = read_wav(speech("Turn on the kitchen lights, please.", rate=16_000))
-    assert rate == 16_000
+    samples, rate = read_wav(speech("Turn on the kitchen lights, please.", rate=24_000))
+    assert rate == 24_000  # what an input buffer holds
     return samples[: len(samples) // CHUNK * CHUNK]
 
 

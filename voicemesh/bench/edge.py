@@ -211,7 +211,7 @@ async def bench_streams(
             "vad_calls": float(calls),
             "vad_chunks": float(chunks_run),
             "mean_batch": chunks_run / calls if calls else 0.0,
-            "batched_model": float(bool(vad1["batched"])),
+            "vad_rate_hz": float(vad1["rate"]),
         }
     finally:
         edge.stop()
@@ -305,7 +305,7 @@ async def run_bench(
             f"{s['streams_per_core_by_work']:.0f} per core); backlog "
             f"p50 {s['backlog_p50_ms']:.1f} ms p99 {s['backlog_p99_ms']:.1f} ms; VAD {s['vad_chunks']:.0f} "
             f"chunks in {s['vad_calls']:.0f} calls (mean batch {s['mean_batch']:.1f}, "
-            f"{'batched' if s['batched_model'] else 'per-stream'} model)"
+            f"Silero at {s['vad_rate_hz'] / 1000:g} kHz)"
         )
     if region_url:
         r = results["relay"] = await bench_relay(settings, region_url, n_turns, report)

@@ -1,6 +1,7 @@
 """``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline; and
 ``voicemesh bench tts-contention``: what decoding beside Kokoro costs its first clause; and
-``voicemesh bench stt-cuts``: how the transcript moves with where the edge cuts a turn."""
+``voicemesh bench stt-cuts``: how the transcript moves with where the edge cuts a turn; and
+``voicemesh bench stt-window``: Whisper on a shorter encoder window, as accurate or not."""
 
 from __future__ import annotations
 
@@ -126,6 +127,51 @@ def bench_stt_cuts(n_utterances: int, shifts: int, profile: str | None) -> None:
         work = run_stt_cuts(p.stt, p.edge.vad_model, utterances=n_utterances, shifts=shifts, report=progress)
         try:
             click.echo(format_cuts(await unless_stopped(work, stop)))
+        except Stopped:
+            fail("benchmark interrupted", code=130)
+
+    run_until_signal(main)
+
+
+def _windows(value: str) -> tuple[int, int]:
+    try:
+        a, b = (int(v) for v in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"two frame counts, e.g. 3000,1500, not {value!r}") from None
+    if not (1000 <= a <= 3000 and 1000 <= b <= 3000) or a == b:
+        raise click.BadParameter("two different frame counts from 1000 to 3000 (3000: the whole window)")
+    return a, b
+
+
+@bench.command("stt-window")
+@click.option(
+    "--windows", default="3000,1500", show_default=True, callback=lambda _c, _p, v: _windows(v),
+    help="The two encoder windows (mel frames) to compare, the reference first.",
+)  # fmt: skip
+@click.option("--sentences", default=40, show_default=True, type=click.IntRange(1, 40))
+@click.option("--voices", default=4, show_default=True, type=click.IntRange(1, 4))
+@click.option(
+    "--shifts", default=2, show_default=True, type=click.IntRange(1, 8),
+    help="Start offsets per utterance, spread over one 32 ms VAD chunk.",
+)  # fmt: skip
+@profile_option
+def bench_stt_window(
+    windows: tuple[int, int], sentences: int, voices: int, shifts: int, profile: str | None
+) -> None:
+    """Whisper on two encoder windows, paired on the same turns as the edge cuts them: WER, turns
+    heard better and worse, and the difference's 95 % interval."""
+    from voicemesh.bench.stt_window import format_window, run_stt_window
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+
+    async def main(stop: asyncio.Event) -> None:
+        work = run_stt_window(
+            p.stt, p.edge.vad_model, windows=windows, sentences=sentences, voices=voices, shifts=shifts,
+            report=progress,
+        )  # fmt: skip
+        try:
+            click.echo(format_window(await unless_stopped(work, stop)))
         except Stopped:
             fail("benchmark interrupted", code=130)
 

@@ -36,8 +36,10 @@ def _register() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # One line per health probe drowns what matters; keep httpx's own warnings.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # One line per health probe (httpx) or per transcription (faster-whisper) drowns what matters;
+    # keep their warnings.
+    for noisy in ("httpx", "faster_whisper"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     _register()
     cli(prog_name="voicemesh")
 
