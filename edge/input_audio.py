@@ -140,6 +140,7 @@ class InputAudio:
         start, end = self._span(start_ms, end_ms)
         pcm = self._stt_pcm(start, end)
         self._trim(self._buf_start + end)
+        self._peeked = None  # (taken: no reason to hold a turn's audio twice)
         return pcm
 
     def peek(self, start_ms: int, end_ms: int) -> bytes:
@@ -165,4 +166,5 @@ class InputAudio:
     def clear(self) -> None:
         self._flush_decoder(self._decoder.format)  # (dropped too, but counted: positions stay true)
         self._trim(self._buf_start + len(self._buf))
+        self._peeked = None
         self._vad_pos = max(self._vad_pos, self._buf_start)

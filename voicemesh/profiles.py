@@ -100,13 +100,14 @@ there is put back: ``region.llm.spaced``). The gpu profile decodes on the GPU: n
 (0)."""
 
 STT_WINDOW_ENV = "VOICEMESH_STT_WINDOW_FRAMES"
-STT_WINDOW_FRAMES = 1500
-"""The cpu profile's Whisper encodes a turn of up to 15 s on the first half of its window
-(``SttSettings.window_frames``): 0.21 vs 0.86 s of encoder, 0.56 vs 1.21 s per transcription of the
-e2e questions; paired on 96 cuts, 13 turns heard better and 11 worse (docs/benchmarks.md
-"Transcripts": whether it costs accuracy on the hardest utterances is still open). The gpu
-profile keeps Whisper's 30 s: its encoder is not the cost there, and large-v3 was not measured on
-a short window."""
+STT_WINDOW_FRAMES = 2000
+"""The cpu profile's Whisper encodes a turn of up to 20 s on the first two thirds of its window
+(``SttSettings.window_frames``): 0.76 vs 1.21 s per transcription of the e2e questions (0.49 vs
+0.42 s at 1500 on a faster machine). 1500 heard as well on 320 paired cuts of forty sentences
+(+0.5 WER points, 95 % interval -0.7 to +1.7) but misheard the e2e bench's "How do I boil an egg?"
+in 9 of 16 cuts (2000: 4, 3000: 2), so 2000 (docs/benchmarks.md "Transcripts"). The gpu profile
+keeps Whisper's 30 s: its encoder is not the cost there, and large-v3 was not measured on a
+short window."""
 
 TTS_WIDE_ENV = "VOICEMESH_TTS_WIDE_THREADS"
 TTS_WIDE_THREADS = 2

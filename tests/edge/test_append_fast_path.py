@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from edge.events import read_append, read_client_frame, validate_client_event
-from edge.input_audio import _Samples
+from edge.input_audio import InputAudio, _Samples
 from edge.protocols import CHUNK
-from edge.testing import SessionHarness, memory_services
+from edge.testing import EnergyVad, SessionHarness, memory_services, tone
 from edge.vad import VadBatcher
 from wire.audio import read_wav
 from wire.errors import ProtocolError
@@ -157,3 +157,21 @@ async def test_batcher_reads_chunks_before_their_buffer_is_reused(
         assert max(fresh) > 0.8  # speech was found: the comparison is not of two silences
     finally:
         await batcher.aclose()
+
+
+async def test_the_buffer_holds_24_khz_and_gives_a_turn_at_16_khz_once() -> None:
+    """PCM is buffered as it comes; a turn is resampled when taken, and a span peeked at a pause is
+    not resampled again when the same span is taken."""
+    audio = InputAudio(EnergyVad().stream(), None, max_buffer_s=10)
+    await audio.append(tone(1.0))
+    assert audio.buffered_ms == 1000
+    peeked = audio.peek(0, 500)
+    assert len(peeked) == 2 * 8000  # 500 ms at 16 kHz, PCM16
+    taken = audio.take(0, 500)
+    assert taken is peeked  # the same bytes: resampled once
+    rest = audio.take()
+    assert len(rest) == 2 * 8000 and audio.buffered_ms == 0
+    # Samples at 16 kHz of the 440 Hz tone: zero crossings say the rate is right (~880 per second).
+    samples = np.frombuffer(rest, dtype="<i2").astype(np.float32)
+    crossings = int(np.sum(np.signbit(samples[1:]) != np.signbit(samples[:-1])))
+    assert 430 <= crossings <= 450

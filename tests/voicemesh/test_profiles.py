@@ -57,7 +57,7 @@ def test_the_cpu_profile_keeps_a_core_for_speech_and_the_gpu_profile_holds_nothi
     assert 1 <= int(cpu.llm.vllm_env["OMP_NUM_THREADS"]) < max(2, os.cpu_count() or 1)
     assert cpu.llm.first_leg_tokens == 8 and gpu.llm.first_leg_tokens == 0  # no decoding on the CPU there
     assert cpu.tts.wide_intra_op_threads == 2 and gpu.tts.wide_intra_op_threads == 0
-    assert cpu.stt.window_frames == 1500 and gpu.stt.window_frames == 3000  # Whisper's half window
+    assert cpu.stt.window_frames == 2000 and gpu.stt.window_frames == 3000  # two thirds of Whisper's window
     assert "uni" not in gpu.llm.vllm_args and "OMP_NUM_THREADS" not in gpu.llm.vllm_env
 
 

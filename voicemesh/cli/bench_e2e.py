@@ -145,7 +145,7 @@ def _windows(value: str) -> tuple[int, int]:
 
 @bench.command("stt-window")
 @click.option(
-    "--windows", default="3000,1500", show_default=True, callback=lambda _c, _p, v: _windows(v),
+    "--windows", default="3000,2000", show_default=True, callback=lambda _c, _p, v: _windows(v),
     help="The two encoder windows (mel frames) to compare, the reference first.",
 )  # fmt: skip
 @click.option("--sentences", default=40, show_default=True, type=click.IntRange(1, 40))
