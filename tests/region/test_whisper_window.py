@@ -11,6 +11,7 @@ import pytest
 
 from region.settings import FULL_WINDOW_FRAMES
 from region.whisper_window import WindowedWhisper
+from voicemesh.bench.e2e_report import words
 from voicemesh.profiles import cpu_profile
 from voicemesh.speech import espeak
 from wire.audio import STT_RATE
@@ -60,7 +61,9 @@ def test_a_short_turn_is_encoded_on_the_short_window_and_heard_alike(question: n
     whole, whole_frames = _whisper(FULL_WINDOW_FRAMES)
     heard = _text(short, question)
     assert heard.lower().startswith("turn on the lights in the kitchen")
-    assert heard == _text(whole, question)
+    # The same words (on an AMD EPYC the whole window put a comma before "please": punctuation is
+    # not what a window changes the hearing of).
+    assert words(heard) == words(_text(whole, question))
     assert short_frames.frames == [1500] and whole_frames.frames == [FULL_WINDOW_FRAMES]
 
 
