@@ -13,19 +13,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from edge.protocols import F32
+from edge.protocols import F32, RATE
 
 FACTOR = 3
 TAPS = 24
 HISTORY = TAPS - 1
 """Input samples each row carries from its stream's previous chunk."""
 CUTOFF_HZ = 3_600
-IN_RATE = 24_000
 
 
 def _lowpass() -> F32:
     n = np.arange(TAPS) - (TAPS - 1) / 2
-    fc = CUTOFF_HZ / IN_RATE
+    fc = CUTOFF_HZ / RATE  # (the input buffer's rate)
     h = 2 * fc * np.sinc(2 * fc * n) * np.kaiser(TAPS, 6.0)
     taps: F32 = (h / h.sum()).astype(np.float32)  # unity gain at DC
     return taps

@@ -66,6 +66,13 @@ async def _nothing(*_: object) -> None:
     return None
 
 
+def shifted(audio16: np.ndarray, k: int, shifts: int) -> tuple[float, np.ndarray]:
+    """Shift ``k`` of ``shifts`` spread over one 32 ms VAD chunk: (its ms, the audio started that late)."""
+    shift = 32 * k / shifts
+    lead = np.zeros(round(shift * STT_RATE / 1000), np.float32)
+    return shift, np.concatenate([lead, audio16]).astype(np.float32)
+
+
 async def committed_turn(batcher: VadBatcher, audio16: np.ndarray) -> bytes:
     """The turn the edge commits for ``audio16`` (16 kHz float), streamed as a client would."""
     vad = VadSettings()
@@ -104,13 +111,11 @@ async def run_stt_cuts(
         for n, utt in enumerate(spoken, 1):
             row = CutRow(utt.text)
             for k in range(shifts):
-                shift = 32 * k / shifts
-                lead = np.zeros(round(shift * STT_RATE / 1000), np.float32)
-                shifted = np.concatenate([lead, utt.audio16]).astype(np.float32)
-                pcm = await committed_turn(batcher, shifted)
+                shift, audio = shifted(utt.audio16, k, shifts)
+                pcm = await committed_turn(batcher, audio)
                 row.shifts_ms.append(shift)
                 row.transcripts.append(await transcriber.transcribe(pcm16_to_float(pcm), CancelToken()))
-                row.whole.append(await transcriber.transcribe(shifted, CancelToken()))
+                row.whole.append(await transcriber.transcribe(audio, CancelToken()))
             report(f"utterance {n}/{len(spoken)}: {len(set(row.transcripts))} distinct transcripts")
             rows.append(row)
     finally:

@@ -25,7 +25,7 @@ from region.settings import SttSettings
 from region.stt import Transcriber
 from voicemesh.bench.e2e import PAD_S
 from voicemesh.bench.e2e_report import word_errors
-from voicemesh.bench.stt_cuts import committed_turn
+from voicemesh.bench.stt_cuts import committed_turn, shifted
 from voicemesh.speech import espeak
 from wire.audio import STT_RATE, pcm16_to_float
 
@@ -119,9 +119,8 @@ async def run_stt_window(
                 spoken = await asyncio.to_thread(espeak, text, STT_RATE, voice=voice, speed=wpm)
                 audio = np.concatenate([pad, spoken * 0.8, pad]).astype(np.float32)
                 for k in range(shifts):
-                    shift = 32 * k / shifts  # (within one VAD chunk)
-                    lead = np.zeros(round(shift * STT_RATE / 1000), np.float32)
-                    pcm = await committed_turn(batcher, np.concatenate([lead, audio]))
+                    shift, late = shifted(audio, k, shifts)
+                    pcm = await committed_turn(batcher, late)
                     cuts.append((Cut(text, voice, shift), pcm16_to_float(pcm)))
             if n % 10 == 0 or n == sentences:
                 report(f"{len(cuts)} turns cut by the edge's VAD ({n}/{sentences} sentences)")
