@@ -69,6 +69,12 @@ UTTERANCES: tuple[tuple[str, str, int], ...] = (
     ("Can you recommend a good book to read on a rainy weekend at home?", "en-gb-x-rp", 145),
     ("Why is the sky blue during the day but red at sunset?", "en-us+m3", 140),
     ("What should I pack for a short trip to the mountains?", "en-029", 150),
+    ("How long does it take to walk five kilometres?", "en-gb-scotland", 155),
+    ("What is a healthy breakfast I can make in ten minutes?", "en-us+f2", 150),
+    ("Who painted the Mona Lisa?", "en-gb-x-gbclan", 160),
+    ("How can I get better sleep when I work late shifts?", "en-us-nyc", 145),
+    ("What does a bee do in winter?", "en-gb-x-gbcwmd", 155),
+    ("Give me three ideas for a birthday present for my sister.", "en-us+m7", 150),
 )
 SPEECH_FLOOR = 0.02
 """Amplitude above which a sample counts as speech (espeak-ng's silence is exactly zero)."""

@@ -4,7 +4,9 @@
    and after gives memory per session; a sample of sessions must still answer.
 2. Active streams: N sessions stream audio at real time (40 ms appends, speech and silence) into an
    edge pinned to one core; its CPU time over the window gives streams per core, and the time for a
-   ``clear`` to come back after the window shows whether it kept up (no backlog).
+   ``clear`` to come back after the window shows whether it kept up (no backlog). At 40 ms, the
+   same streams again with turn detection off, and Silero timed alone at the batch the edge ran,
+   split the CPU per stream-second into transport, Silero, and the rest of VAD (batching, turns).
 3. Relay overhead: the same text turns against a real region, directly (``wire.client``) and
    through the edge (stock ``openai`` client); the edge's own time per relayed audio chunk
    (router hand-over -> on the socket) p50/p99, and time to first audio side by side.
@@ -34,7 +36,10 @@ import httpx
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 
+from edge.decimate import HISTORY, decimate
+from edge.protocols import CHUNK, CHUNK_MS
 from edge.settings import EdgeSettings
+from edge.vad import CONTEXT, SileroModel
 from voicemesh.processes import cpu_seconds, free_port, rss_mib, spawn, wait_healthy
 from voicemesh.processes import stop as stop_process
 from voicemesh.realtime import (
@@ -149,19 +154,25 @@ def _speech_loop(seconds: float) -> np.ndarray:
 
 
 async def bench_streams(
-    settings: EdgeSettings, n: int, seconds: float, report: Report, chunk_ms: int = 40, *, core: int = 0
-) -> dict[str, float]:
+    settings: EdgeSettings, n: int, seconds: float, report: Report, chunk_ms: int = 40, *, core: int = 0,
+    server_vad: bool = True,
+) -> dict[str, float]:  # fmt: skip
+    """``server_vad=False``: the same streams with turn detection off, so no VAD runs: what the
+    transport, the event parsing and the buffer cost alone (the rest is VAD's share)."""
     edge = EdgeProcess(settings, core=core)  # (another core where something else is pinned to 0)
     # Whole chunks only, serialised once: the generator's own cost stays out of the measurement.
     chunks = [append_event(c) for c in pcm_chunks(float_to_pcm16(_speech_loop(seconds + 2)), chunk_ms)[:-1]]
     try:
         await edge.ready()
         sockets = [await edge.open() for _ in range(n)]
-        no_reply = {"type": "session.update", "session": session_config(create_response=False)}
+        config = session_config(create_response=False)
+        if not server_vad:
+            config["audio"]["input"]["turn_detection"] = None
+        no_reply = {"type": "session.update", "session": config}
         await asyncio.gather(*(_roundtrip(ws, no_reply, "session.updated") for ws in sockets))
         report(
-            f"active streams: {n} sessions, {chunk_ms} ms appends for {seconds:.0f} s, "
-            f"edge pinned to core {core}"
+            f"active streams: {n} sessions, {chunk_ms} ms appends{'' if server_vad else ', no server VAD'} "
+            f"for {seconds:.0f} s, edge pinned to core {core}"
         )
         vad0 = await edge.vad_stats()
         cpu0, t0 = cpu_seconds(edge.proc.pid), time.monotonic()
@@ -215,6 +226,28 @@ async def bench_streams(
         }
     finally:
         edge.stop()
+
+
+def silero_alone(model_path: str, batch: int, calls: int = 200) -> dict[str, float]:
+    """CPU time of the edge's Silero call alone, at ``batch`` chunks a call, on chunks of the
+    streams' own speech: the floor under VAD's share (one thread, as the edge runs it)."""
+    model = SileroModel(model_path)
+    speech = _speech_loop(batch * CHUNK / CLIENT_RATE + 1)
+    rows = np.zeros((batch, HISTORY + CHUNK), dtype=np.float32)
+    rows[:, HISTORY:] = speech[: batch * CHUNK].reshape(batch, CHUNK)
+    frames = np.concatenate([np.zeros((batch, CONTEXT), np.float32), decimate(rows)], axis=1)
+    states = np.zeros((batch, 2, 128), dtype=np.float32)
+    for _ in range(10):
+        model.run(frames, states)
+    t0 = time.thread_time()
+    for _ in range(calls):
+        model.run(frames, states)
+    per_chunk = (time.thread_time() - t0) / (calls * batch)
+    return {
+        "batch": float(batch),
+        "us_per_chunk": per_chunk * 1e6,
+        "ms_per_stream_s": per_chunk * 1e6 / CHUNK_MS,
+    }
 
 
 async def bench_relay(
@@ -306,6 +339,28 @@ async def run_bench(
             f"p50 {s['backlog_p50_ms']:.1f} ms p99 {s['backlog_p99_ms']:.1f} ms; VAD {s['vad_chunks']:.0f} "
             f"chunks in {s['vad_calls']:.0f} calls (mean batch {s['mean_batch']:.1f}, "
             f"Silero at {s['vad_rate_hz'] / 1000:g} kHz)"
+        )
+    if chunk_sizes and 40 in chunk_sizes:
+        with_vad = results["streams_40ms"]
+        s = results["streams_40ms_no_vad"] = await bench_streams(
+            settings, n_streams, seconds, report, 40, server_vad=False
+        )
+        model = results["silero_alone"] = await asyncio.to_thread(
+            silero_alone, settings.vad_model, max(1, round(with_vad["mean_batch"]))
+        )
+        total, bare = with_vad["cpu_ms_per_stream_s"], s["cpu_ms_per_stream_s"]
+        floor = model["ms_per_stream_s"]
+        out(
+            f"active streams (40 ms appends, no server VAD): {s['cpu_ms_per_stream_s']:.2f} ms CPU per "
+            f"stream-second ({s['streams_per_core_by_work']:.0f} per core)"
+        )
+        out(
+            f"Silero alone, batch {model['batch']:.0f}: {model['us_per_chunk']:.1f} us per {CHUNK_MS} ms "
+            f"chunk = {floor:.2f} ms CPU per stream-second"
+        )
+        out(
+            f"40 ms appends, ms CPU per stream-second: {total:.2f} = transport, events and buffer {bare:.2f} "
+            f"+ Silero {floor:.2f} + VAD's batching, turn detection and turns {total - bare - floor:.2f}"
         )
     if region_url:
         r = results["relay"] = await bench_relay(settings, region_url, n_turns, report)

@@ -1,0 +1,33 @@
+"""``voicemesh bench edge`` at its smallest, for real: edge processes (uvicorn, Litestar, the real
+Silero) streamed into over loopback WebSockets, with server VAD and without, and Silero timed alone.
+What is checked is that each part measured what it says (VAD ran, or did not), not how fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edge.settings import EdgeSettings
+from voicemesh.bench.edge import run_bench
+from voicemesh.profiles import cpu_profile
+
+
+@pytest.mark.slow  # the real Silero VAD model
+async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict[str, Path]) -> None:
+    settings = EdgeSettings(
+        api_keys=("bench-key",), admin_keys=("bench-key",), vad_model=cpu_profile().edge.vad_model
+    )
+    lines: list[str] = []
+    results = await run_bench(
+        settings, region_url=None, n_idle=0, n_streams=2, seconds=2, n_turns=0, report=lambda _: None,
+        out=lines.append, chunk_sizes=(40,),
+    )  # fmt: skip
+    with_vad, without = results["streams_40ms"], results["streams_40ms_no_vad"]
+    assert with_vad["vad_chunks"] >= 2 * 2000 // 32 - 4  # every stream's audio went through Silero
+    assert without["vad_chunks"] == 0  # turn detection off: no chunk did
+    assert with_vad["cpu_ms_per_stream_s"] > 0 and without["cpu_ms_per_stream_s"] > 0
+    model = results["silero_alone"]
+    assert model["batch"] >= 1 and model["us_per_chunk"] > 0
+    split = lines[-1]
+    assert split.startswith("40 ms appends, ms CPU per stream-second:") and "+ Silero" in split

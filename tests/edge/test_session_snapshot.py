@@ -1,0 +1,56 @@
+"""Who owns a session, as the snapshot store says: the check each live session makes twice a second
+reads only the snapshot's lease (``edge/session_snapshot.py``), and must say what reading the whole
+snapshot says."""
+
+from __future__ import annotations
+
+import msgspec
+
+from edge.session_snapshot import SNAPSHOT_VERSION, SessionSnapshot, SessionSnapshots, key_hash
+from edge.session_update import initial_state
+from edge.settings import EdgeSettings
+from edge.shared_store import LocalStore
+
+
+def _snapshot(lease: str, turns: int = 40) -> SessionSnapshot:
+    state = initial_state(EdgeSettings(), key_id="key-1")
+    items = [
+        {
+            "id": f"item_{i}",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi " * 50}],
+        }
+        for i in range(turns)
+    ]
+    return SessionSnapshot(key_hash=key_hash("key-1"), lease=lease, state=state, items=items)
+
+
+async def test_the_lease_of_a_long_conversation_is_read_as_the_whole_snapshot_says() -> None:
+    snapshots = SessionSnapshots(LocalStore(), ttl_s=60)
+    mine = _snapshot("lease-a")
+    await snapshots.write(mine)
+    sid = mine.state.id
+    whole = await snapshots.load_snapshot(sid)
+    assert whole is not None and whole.lease == "lease-a" and len(whole.items) == 40
+    assert await snapshots.owned_by(sid, "lease-a")
+    assert not await snapshots.owned_by(sid, "lease-b")  # taken over
+
+    unclaimed = _snapshot("")
+    await snapshots.write(unclaimed)
+    assert await snapshots.owned_by(unclaimed.state.id, "lease-b")  # nobody serves it yet
+
+    assert await snapshots.owned_by("sess_unknown", "lease-b")  # expired or never written: no takeover
+
+
+async def test_a_snapshot_of_another_version_or_unreadable_is_no_takeover() -> None:
+    store = LocalStore()
+    snapshots = SessionSnapshots(store, ttl_s=60)
+    other = _snapshot("lease-x")
+    other.v = SNAPSHOT_VERSION + 1
+    await store.set(f"session:{other.state.id}", msgspec.msgpack.encode(other))
+    assert await snapshots.load_snapshot(other.state.id) is None
+    assert await snapshots.owned_by(other.state.id, "lease-a")
+
+    await store.set("session:sess_garbage", b"\xc1not msgpack")
+    assert await snapshots.owned_by("sess_garbage", "lease-a")
