@@ -61,9 +61,8 @@ class EdgeServices:
     @classmethod
     def build(cls, settings: EdgeSettings, router: TurnRouter) -> EdgeServices:
         """The real thing: batched Silero VAD and Piper from the settings' model paths."""
-        return cls.with_models(
-            settings, router, vad=VadBatcher(settings.vad_model), fallback=FallbackVoice(settings.piper_model)
-        )
+        vad = VadBatcher(settings.vad_model, runtime=settings.vad_runtime)
+        return cls.with_models(settings, router, vad=vad, fallback=FallbackVoice(settings.piper_model))
 
     @classmethod
     def with_models(

@@ -12,8 +12,8 @@ Why 8 kHz: Silero has an 8 kHz mode of its own (trained for telephony), and a ch
 stream (docs/benchmarks.md, "Append hot path"). Turn boundaries moved by 0-3 chunks on the e2e
 utterances, and transcripts of the turns cut did not move (14.6 vs 14.8 % WER on 320 turns).
 
-The model is the ``silero-vad`` wheel's v6 export (``input``/``state (2,B,128)``/``sr``), which
-takes a batch and both rates; faster-whisper's (``h``/``c``, 16 kHz only) is refused by name.
+The model is the ``silero-vad`` wheel's v6 export, which takes a batch and both rates, run by
+OpenVINO or onnxruntime (``edge/silero.py``); faster-whisper's (16 kHz only) is refused.
 """
 
 from __future__ import annotations
@@ -23,51 +23,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-import onnxruntime as ort
 
 from edge.decimate import FACTOR, HISTORY, decimate
 from edge.protocols import CHUNK, CHUNK_MS, F32
-from wire.errors import ModelMissing
+from edge.silero import MODEL_RATE, load_silero
 from wire.tasks import cancel_and_wait
 
-__all__ = ["CHUNK", "CHUNK_MS", "BatchStats", "SileroModel", "VadBatcher", "VadStream"]
+__all__ = ["CHUNK", "CHUNK_MS", "BatchStats", "VadBatcher", "VadStream"]
 
-MODEL_RATE = 8_000
 MODEL_CHUNK = CHUNK // FACTOR
 CONTEXT = 32
 """Samples of the previous chunk Silero sees in front of each one at 8 kHz (64 at 16 kHz)."""
-
-
-class SileroModel:
-    def __init__(self, path: str) -> None:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelMissing(
-                f"cannot load Silero VAD from {path}: {exc}; run `voicemesh models fetch`"
-            ) from exc
-        if {i.name for i in self._session.get_inputs()} != {"input", "state", "sr"}:
-            raise ModelMissing(
-                f"{path} is not the silero-vad wheel's Silero export (batched, with an 8 kHz mode): "
-                "run `voicemesh models fetch` and use its silero_vad.onnx"
-            )
-        self._sr = np.array(MODEL_RATE, dtype=np.int64)
-
-    def initial_state(self) -> F32:
-        """(2, 128): Silero's recurrent state of one stream (h and c)."""
-        return np.zeros((2, 128), dtype=np.float32)
-
-    def run(self, frames: F32, states: F32) -> tuple[F32, F32]:
-        """``frames`` (B, 288: context + chunk at 8 kHz) and ``states`` (B, 2, 128) -> probabilities
-        (B,) and new states (B, 2, 128)."""
-        out, state_n = self._session.run(
-            None,
-            {"input": frames, "state": np.ascontiguousarray(states.transpose(1, 0, 2)), "sr": self._sr},
-        )
-        return np.asarray(out, np.float32).reshape(-1), np.asarray(state_n, np.float32).transpose(1, 0, 2)
 
 
 @dataclass(eq=False)
@@ -93,8 +59,8 @@ class BatchStats:
 
 
 class VadBatcher:
-    def __init__(self, model_path: str, *, max_batch: int = 512) -> None:
-        self.model = SileroModel(model_path)
+    def __init__(self, model_path: str, *, runtime: str = "openvino", max_batch: int = 512) -> None:
+        self.model = load_silero(model_path, runtime)
         self.max_batch = max_batch
         self.stats = BatchStats()
         self._pending: list[tuple[VadStream, F32, asyncio.Future[float]]] = []
@@ -110,6 +76,7 @@ class VadBatcher:
     def status(self) -> dict[str, object]:
         return {
             "rate": MODEL_RATE,
+            "runtime": self.model.runtime,
             "calls": self.stats.calls,
             "chunks": self.stats.chunks,
             "largest_batch": self.stats.largest,

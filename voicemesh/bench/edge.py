@@ -39,7 +39,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from edge.decimate import HISTORY, decimate
 from edge.protocols import CHUNK, CHUNK_MS
 from edge.settings import EdgeSettings
-from edge.vad import CONTEXT, SileroModel
+from edge.silero import load_silero
+from edge.vad import CONTEXT
 from voicemesh.processes import cpu_seconds, free_port, rss_mib, spawn, wait_healthy
 from voicemesh.processes import stop as stop_process
 from voicemesh.realtime import (
@@ -73,6 +74,7 @@ class EdgeProcess:
         cmd = [
             sys.executable, "-m", "voicemesh.cli.main", "edge", "serve", "--region", region,
             "--port", str(self.port), "--vad-model", settings.vad_model,
+            "--vad-runtime", settings.vad_runtime,
             "--max-sessions-per-key", "100000", "--connect-burst", "100000",
         ]  # fmt: skip
         if core is not None and shutil.which("taskset"):
@@ -228,10 +230,12 @@ async def bench_streams(
         edge.stop()
 
 
-def silero_alone(model_path: str, batch: int, calls: int = 200) -> dict[str, float]:
+def silero_alone(
+    model_path: str, batch: int, calls: int = 200, *, runtime: str = "openvino"
+) -> dict[str, float]:
     """CPU time of the edge's Silero call alone, at ``batch`` chunks a call, on chunks of the
     streams' own speech: the floor under VAD's share (one thread, as the edge runs it)."""
-    model = SileroModel(model_path)
+    model = load_silero(model_path, runtime)
     speech = _speech_loop(batch * CHUNK / CLIENT_RATE + 1)
     rows = np.zeros((batch, HISTORY + CHUNK), dtype=np.float32)
     rows[:, HISTORY:] = speech[: batch * CHUNK].reshape(batch, CHUNK)
@@ -345,8 +349,9 @@ async def run_bench(
         s = results["streams_40ms_no_vad"] = await bench_streams(
             settings, n_streams, seconds, report, 40, server_vad=False
         )
+        batch = max(1, round(with_vad["mean_batch"]))
         model = results["silero_alone"] = await asyncio.to_thread(
-            silero_alone, settings.vad_model, max(1, round(with_vad["mean_batch"]))
+            silero_alone, settings.vad_model, batch, runtime=settings.vad_runtime
         )
         total, bare = with_vad["cpu_ms_per_stream_s"], s["cpu_ms_per_stream_s"]
         floor = model["ms_per_stream_s"]
@@ -355,7 +360,8 @@ async def run_bench(
             f"stream-second ({s['streams_per_core_by_work']:.0f} per core)"
         )
         out(
-            f"Silero alone, batch {model['batch']:.0f}: {model['us_per_chunk']:.1f} us per {CHUNK_MS} ms "
+            f"Silero alone ({settings.vad_runtime}), batch {model['batch']:.0f}: "
+            f"{model['us_per_chunk']:.1f} us per {CHUNK_MS} ms "
             f"chunk = {floor:.2f} ms CPU per stream-second"
         )
         out(

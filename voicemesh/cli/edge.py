@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from edge.settings import ContentLimits, EdgeSettings, LimitSettings, VadSettings
+from edge.silero import RUNTIMES
 from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
@@ -30,6 +31,7 @@ def api_keys_from_env(prefix: str = "VOICEMESH_API") -> tuple[str, ...]:
 def edge_settings(
     *, profile: str | None = None, host: str = "127.0.0.1", port: int = 8080, api_keys: tuple[str, ...] = (),
     vad_model: str | None = None, store_url: str | None = None, admin_keys: tuple[str, ...] = (),
+    vad_runtime: str = "openvino",
 ) -> EdgeSettings:  # fmt: skip
     from voicemesh.profiles import load_profile, speculate_after_ms
 
@@ -38,7 +40,8 @@ def edge_settings(
     return EdgeSettings(
         host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
         jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
-        vad_model=vad_model or p.edge.vad_model, piper_model=p.edge.piper_model, store_url=store_url,
+        vad_model=vad_model or p.edge.vad_model, vad_runtime=vad_runtime, piper_model=p.edge.piper_model,
+        store_url=store_url,
         voices=p.voices, models=p.model_names(),
         limits=LimitSettings(content=ContentLimits(context_tokens=p.context_tokens)), vad=vad,
     )  # fmt: skip
@@ -65,6 +68,10 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
+@click.option(
+    "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
+    help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
+)  # fmt: skip
 @click.option("--store-url", default=None, help="redis://... to keep sessions and client secrets in Redis.")
 @click.option(
     "--redis-url",
@@ -94,7 +101,7 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @profile_option
 def serve(
     registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
-    store_url: str | None, redis_url: str | None, location: str, max_sessions_per_key: int,
+    vad_runtime: str, store_url: str | None, redis_url: str | None, location: str, max_sessions_per_key: int,
     connect_burst: int, region_keys: str | None, region_ca: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
@@ -120,7 +127,7 @@ def serve(
         console.print(f"no VOICEMESH_ADMIN_KEY set: /status and /ops accept the generated key "
                       f"[bold]{admin_keys[0]}[/bold]")  # fmt: skip
     settings = edge_settings(profile=profile, host=host, port=port, api_keys=keys, vad_model=vad_model,
-                             store_url=store_url, admin_keys=admin_keys)  # fmt: skip
+                             vad_runtime=vad_runtime, store_url=store_url, admin_keys=admin_keys)  # fmt: skip
     limits = replace(settings.limits, max_sessions_per_key=max_sessions_per_key, connect_burst=connect_burst)
     settings = replace(settings, limits=limits)
 
@@ -190,17 +197,23 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
 @click.option("--seconds", default=10.0, show_default=True, type=float, help="Length of the streams test.")
 @click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay test.")
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
+@click.option(
+    "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
+    help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
+)  # fmt: skip
 @profile_option
 def bench_edge(
     region_url: str | None, n_idle: int, n_streams: int, seconds: float, n_turns: int, vad_model: str | None,
-    profile: str | None,
+    vad_runtime: str, profile: str | None,
 ) -> None:  # fmt: skip
     """Idle sessions and memory, active streams per core with batched VAD, relay overhead per chunk."""
     from voicemesh.bench.edge import run_bench
 
     key = "bench-" + secrets.token_hex(8)
     # The bench reads /status: its one key is an admin key too.
-    settings = edge_settings(profile=profile, api_keys=(key,), admin_keys=(key,), vad_model=vad_model)
+    settings = edge_settings(
+        profile=profile, api_keys=(key,), admin_keys=(key,), vad_model=vad_model, vad_runtime=vad_runtime
+    )
     asyncio.run(
         run_bench(
             settings, region_url=region_url, n_idle=n_idle, n_streams=n_streams, seconds=seconds,
