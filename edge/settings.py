@@ -169,7 +169,8 @@ class EdgeSettings:
     client_secret_ttl_s: int = 600
     vad_model: str = ""
     vad_runtime: str = "openvino"
-    """What runs Silero: ``openvino`` (a quarter of the CPU) or ``onnxruntime`` (``edge/silero.py``)."""
+    """What runs Silero: ``openvino`` (a third of the CPU per chunk) or ``onnxruntime``
+    (``edge/silero.py``)."""
     piper_model: str = ""
     hold_message: str = "Sorry, I can't answer that right now. Please try again in a moment."
     default_voice: str = ""

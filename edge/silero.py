@@ -1,9 +1,10 @@
 """Silero VAD v6 at 8 kHz on one of two CPU runtimes: OpenVINO (the default) or onnxruntime.
 
 Both run the ``silero-vad`` wheel's export (``input``/``state (2,B,128)``/``sr``) and give the same
-probabilities (within 1e-3: ``tests/edge/test_silero.py``). On the edge's batches OpenVINO's CPU
-plugin costs a quarter of onnxruntime's CPU per chunk (7-12 against 31-33 us at batch 32-128, this
-machine: docs/benchmarks.md, "Append hot path"), which was most of what VAD cost per audio stream.
+probabilities (within 2e-3 over whole streams: ``tests/edge/test_silero.py``). On the edge's
+batches OpenVINO's CPU plugin costs a third of onnxruntime's CPU per chunk (10-13 against 31-33 us
+at batch 32-128, this machine: docs/benchmarks.md, "Append hot path"), and Silero was the largest
+part of what VAD cost per audio stream.
 
 OpenVINO reads neither the export's ``If`` on ``sr`` nor its rank-less tensors, and it is fastest
 on static shapes: so it runs the 8 kHz branch alone as a flat graph (``flat_8k_graph``), compiled

@@ -95,7 +95,7 @@ PIPER_JOE = ModelSpec(
 
 SILERO_VAD = ModelSpec(
     name="silero-vad",
-    purpose="edge voice activity detection (Silero VAD v6 ONNX, 16 kHz, batchable state)",
+    purpose="edge voice activity detection (Silero VAD v6 ONNX, its 8 kHz mode, batchable state)",
     # Files only (pip --no-deps): the wheel's Python side needs torch, its ONNX export does not.
     # This export takes a state batch B, so one call serves every session of an edge; the copy
     # inside faster-whisper fixes B at 1.
