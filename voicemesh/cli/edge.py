@@ -192,7 +192,12 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
 @click.option("--region-url", default=None, help="A running region for the relay comparison (default: skip).")
 @click.option("--idle", "n_idle", default=1000, show_default=True, type=int, help="Idle sessions to open.")
 @click.option(
-    "--streams", "n_streams", default=150, show_default=True, type=int, help="Active audio streams."
+    "--streams",
+    "n_streams",
+    default=600,
+    show_default=True,
+    type=int,
+    help="Active audio streams: enough to saturate the edge's core, where its capacity shows.",
 )
 @click.option("--seconds", default=10.0, show_default=True, type=float, help="Length of the streams test.")
 @click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay test.")
