@@ -26,11 +26,16 @@ from onnx import TensorProto, helper, numpy_helper
 from edge.protocols import F32
 from wire.errors import ModelMissing
 
-__all__ = ["RUNTIMES", "OnnxRuntimeSilero", "OpenVinoSilero", "SileroModel", "flat_8k_graph", "load_silero"]
+__all__ = [
+    "CONTEXT", "FRAME", "RUNTIMES", "OnnxRuntimeSilero", "OpenVinoSilero", "SileroModel", "flat_8k_graph",
+    "load_silero",
+]  # fmt: skip
 
 MODEL_RATE = 8_000
-FRAME = 288
-"""Samples Silero takes per row at 8 kHz: a 32-sample context and a 256-sample (32 ms) chunk."""
+CONTEXT = 32
+"""Samples of the previous chunk Silero sees in front of each one at 8 kHz (64 at 16 kHz)."""
+FRAME = CONTEXT + 256
+"""Samples Silero takes per row at 8 kHz: the context and a 256-sample (32 ms) chunk."""
 STATE = 128
 RUNTIMES = ("openvino", "onnxruntime")
 
@@ -143,10 +148,9 @@ class OpenVinoSilero:
 
     def __init__(self, path: str) -> None:
         self._core = ov.Core()
+        graph = flat_8k_graph(path)  # (ModelMissing if it is not the wheel's export)
         try:
-            self._model = self._core.read_model(flat_8k_graph(path))
-        except ModelMissing:
-            raise
+            self._model = self._core.read_model(graph)
         except Exception as exc:
             raise ModelMissing(
                 f"OpenVINO cannot read Silero VAD from {path}: {exc}; "

@@ -24,16 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edge.decimate import FACTOR, HISTORY, decimate
+from edge.decimate import HISTORY, decimate
 from edge.protocols import CHUNK, CHUNK_MS, F32
-from edge.silero import MODEL_RATE, load_silero
+from edge.silero import CONTEXT, FRAME, MODEL_RATE, load_silero
 from wire.tasks import cancel_and_wait
 
-__all__ = ["CHUNK", "CHUNK_MS", "BatchStats", "VadBatcher", "VadStream"]
-
-MODEL_CHUNK = CHUNK // FACTOR
-CONTEXT = 32
-"""Samples of the previous chunk Silero sees in front of each one at 8 kHz (64 at 16 kHz)."""
+__all__ = ["CHUNK", "CHUNK_MS", "CONTEXT", "BatchStats", "VadBatcher", "VadStream"]
 
 
 @dataclass(eq=False)
@@ -106,7 +102,7 @@ class VadBatcher:
             # Arrays filled in place: the chunks are views of each session's buffer, valid until
             # its append returns (it awaits this batch), so each row is copied here.
             rows = np.empty((len(batch), HISTORY + CHUNK), dtype=np.float32)
-            frames = np.empty((len(batch), CONTEXT + MODEL_CHUNK), dtype=np.float32)
+            frames = np.empty((len(batch), FRAME), dtype=np.float32)
             for i, (stream, chunk, _) in enumerate(batch):
                 rows[i, :HISTORY] = stream.history
                 rows[i, HISTORY:] = chunk

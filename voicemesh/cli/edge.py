@@ -28,6 +28,12 @@ def api_keys_from_env(prefix: str = "VOICEMESH_API") -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.strip() for k in keys if k.strip()))
 
 
+vad_runtime_option = click.option(
+    "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
+    help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
+)  # fmt: skip
+
+
 def edge_settings(
     *, profile: str | None = None, host: str = "127.0.0.1", port: int = 8080, api_keys: tuple[str, ...] = (),
     vad_model: str | None = None, store_url: str | None = None, admin_keys: tuple[str, ...] = (),
@@ -68,10 +74,7 @@ def region_registry(regions: tuple[str, ...]) -> object:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
-@click.option(
-    "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
-    help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
-)  # fmt: skip
+@vad_runtime_option
 @click.option("--store-url", default=None, help="redis://... to keep sessions and client secrets in Redis.")
 @click.option(
     "--redis-url",
@@ -202,10 +205,7 @@ def talk(in_wav: str, out_wav: str | None, url: str, api_key: str | None) -> Non
 @click.option("--seconds", default=10.0, show_default=True, type=float, help="Length of the streams test.")
 @click.option("--turns", "n_turns", default=5, show_default=True, type=int, help="Turns for the relay test.")
 @click.option("--vad-model", default=None, help="Silero VAD ONNX file (default: the profile's).")
-@click.option(
-    "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
-    help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
-)  # fmt: skip
+@vad_runtime_option
 @profile_option
 def bench_edge(
     region_url: str | None, n_idle: int, n_streams: int, seconds: float, n_turns: int, vad_model: str | None,
