@@ -35,6 +35,12 @@ class FaultParams:
     down_s: float = 2.0
     up_s: float = 3.0
     moment_timeout_s: float = 180.0
+    retargets: int = 3
+    """A region fault waits for a later moment (any caller) when the region serving the moment's
+    turn has already answered it whole (a short answer can be done before its first words are
+    heard): a crash or hang of an idle region would test nothing. At most this many times, each
+    wait at most ``retarget_wait_s``."""
+    retarget_wait_s: float = 30.0
 
 
 @dataclass
@@ -64,6 +70,28 @@ class DrillContext:
             self.params.at_moment, turn=self.params.at_turn, timeout_s=self.params.moment_timeout_s
         )
 
+    async def serving_target(self) -> tuple[TurnRecord, RegionInfo]:
+        """The moment's turn and the region serving it, while that region still has a turn running
+        (its ``/health``); otherwise the next moment's, up to ``retargets`` times."""
+        rec = await self.moment()
+        region = await self.busiest(rec)
+        for _ in range(self.params.retargets):
+            health = await self.deployment.region_health(region)
+            if health is None or _load(health) > 0:
+                break  # (no answer: it is busy, or already failing; either way, the fault lands)
+            self.notes.append(
+                f"{region.id} had already answered caller {rec.caller} turn {rec.turn} whole: the fault"
+                " waited for the next answer"
+            )
+            try:
+                rec = await self.state.moments.wait(
+                    self.params.at_moment, timeout_s=self.params.retarget_wait_s
+                )
+            except TimeoutError:
+                break
+            region = await self.busiest(rec)
+        return rec, region
+
     def fleet(self) -> EdgeFleet:
         if self.deployment.fleet is None:
             raise DeploymentError("an edge drill needs its edge fleet (run_drill starts it)")
@@ -76,18 +104,17 @@ class DrillContext:
         if serving:
             return serving[0]
         healths = await asyncio.gather(*(self.deployment.region_health(r) for r in self.regions))
+        return max(zip(self.regions, healths, strict=True), key=lambda item: _load(item[1] or {}))[0]
 
-        def busy(item: tuple[RegionInfo, dict[str, object] | None]) -> float:
-            _, health = item
-            h = health or {}
-            active = h.get("active", 0)
-            queued = h.get("queue_depth", 0)
-            load = (active if isinstance(active, int | float) else 0) + (
-                queued if isinstance(queued, int | float) else 0
-            )
-            return float(load)
 
-        return max(zip(self.regions, healths, strict=True), key=busy)[0]
+def _load(health: dict[str, object]) -> float:
+    """Turns running plus queued, from a region's ``/health``."""
+    active = health.get("active", 0)
+    queued = health.get("queue_depth", 0)
+    return float(
+        (active if isinstance(active, int | float) else 0)
+        + (queued if isinstance(queued, int | float) else 0)
+    )
 
 
 Inject = Callable[[DrillContext], Awaitable[None]]
@@ -110,8 +137,7 @@ class Scenario:
 
 
 async def _crash(ctx: DrillContext) -> None:
-    rec = await ctx.moment()
-    region = await ctx.busiest(rec)
+    rec, region = await ctx.serving_target()
     killed = kill_tree(ctx.deployment.pid(region))
     i = ctx.mark(
         "SIGKILL", region.id, f"pids {killed} at caller {rec.caller} turn {rec.turn} {ctx.params.at_moment}"
@@ -124,8 +150,7 @@ async def _crash(ctx: DrillContext) -> None:
 
 
 async def _hang(ctx: DrillContext) -> None:
-    rec = await ctx.moment()
-    region = await ctx.busiest(rec)
+    rec, region = await ctx.serving_target()
     pid = ctx.deployment.pid(region)
 
     async def undo_hang() -> None:
@@ -145,8 +170,7 @@ async def _hang(ctx: DrillContext) -> None:
 
 
 async def _slow(ctx: DrillContext) -> None:
-    rec = await ctx.moment()
-    region = await ctx.busiest(rec)
+    region = await ctx.busiest(await ctx.moment())  # (it lasts: the next answers meet it anyway)
     proxy = ctx.proxies[region.id]
 
     async def fast() -> None:
@@ -162,8 +186,7 @@ async def _slow(ctx: DrillContext) -> None:
 
 
 async def _flap(ctx: DrillContext) -> None:
-    rec = await ctx.moment()
-    region = await ctx.busiest(rec)
+    region = await ctx.busiest(await ctx.moment())  # (it lasts: the next answers meet it anyway)
     proxy = ctx.proxies[region.id]
     ctx.undo.push("proxy-up", proxy.up)
     for n in range(ctx.params.flaps):
