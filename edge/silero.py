@@ -174,21 +174,42 @@ class OpenVinoSilero:
         return self._core.compile_model(model, "CPU", config).create_infer_request()
 
     def run(self, frames: F32, states: F32) -> tuple[F32, F32]:
+        probs = np.empty(len(frames), dtype=np.float32)
+        new_states = np.empty_like(states)
+        start = 0
+        with self._lock:
+            for size in batch_plan(len(frames)):
+                end = min(start + size, len(frames))
+                probs[start:end], new_states[start:end] = self._infer(
+                    size, frames[start:end], states[start:end]
+                )
+                start = end
+        return probs, new_states
+
+    def _infer(self, size: int, frames: F32, states: F32) -> tuple[F32, F32]:
         n = len(frames)
-        size = next((s for s in LADDER if s >= n), n)
         rows = np.zeros((size, FRAME), dtype=np.float32)
         rows[:n] = frames
         state = np.zeros((2, size, STATE), dtype=np.float32)
         state[:, :n] = states.transpose(1, 0, 2)
-        with self._lock:
-            request = self._requests.get(size)
-            if request is None:  # over the ladder's top (a batcher's max_batch above 512): once
-                request = self._requests[size] = self._compile(size)
-            out = request.infer({"input": rows, "state": state})
-            # (the request's output tensors are reused by its next call: copied out here)
-            probs = np.array(out[0], dtype=np.float32).reshape(-1)[:n]
-            new_states = np.array(out[1][:, :n].transpose(1, 0, 2), dtype=np.float32)
-        return probs, new_states
+        out = self._requests[size].infer({"input": rows, "state": state})
+        # (the request's output tensors are reused by its next call: copied out by the caller)
+        return np.asarray(out[0]).reshape(-1)[:n], np.asarray(out[1])[:, :n].transpose(1, 0, 2)
+
+
+def batch_plan(n: int) -> list[int]:
+    """The ladder's sizes that run a batch of ``n`` rows, in order: padded up to the next size when
+    that wastes at most an eighth, else the largest size that fits first, then the rest the same
+    way. A batch of 300 padded to 384 spent 28 % of its time on padding; as 256 + 48, 1 %."""
+    plan: list[int] = []
+    while n > 0:
+        up = next((s for s in LADDER if s >= n), None)
+        if up is not None and (up - n <= n // 8 or up <= 16):
+            return [*plan, up]
+        down = max(s for s in LADDER if s <= n)
+        plan.append(down)
+        n -= down
+    return plan
 
 
 def load_silero(path: str, runtime: str = "openvino") -> SileroModel:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edge.decimate import HISTORY, decimate
-from edge.silero import FRAME, LADDER, flat_8k_graph, load_silero
+from edge.silero import FRAME, LADDER, batch_plan, flat_8k_graph, load_silero
 from edge.vad import CHUNK, CONTEXT
 from wire.audio import read_wav
 from wire.errors import ModelMissing
@@ -66,10 +66,11 @@ def test_openvino_gives_what_onnxruntime_gives(model_path: str, chunks: np.ndarr
 def test_a_row_gets_the_same_answer_in_any_batch(model_path: str, chunks: np.ndarray) -> None:
     model = load_silero(model_path, "openvino")
     rng = np.random.default_rng(0)
-    frames = chunks[40:140, :FRAME].copy()  # 100 rows of speech: any 288 samples will do
-    states = (rng.standard_normal((100, 2, 128)) * 0.1).astype(np.float32)
+    # 300 rows of speech (any 288 samples will do), run as 256 + 48 (``batch_plan``)
+    frames = np.resize(chunks[40:140, :FRAME], (300, FRAME)).astype(np.float32)
+    states = (rng.standard_normal((300, 2, 128)) * 0.1).astype(np.float32)
     whole, whole_states = model.run(frames, states)
-    for n in (1, 7, 33):  # sizes of their own and padded ones
+    for n in (1, 7, 33, 100):  # sizes of their own, padded ones and split ones
         p, s = model.run(frames[:n], states[:n])
         np.testing.assert_allclose(p, whole[:n], atol=1e-5)
         np.testing.assert_allclose(s, whole_states[:n], atol=1e-5)
@@ -77,6 +78,15 @@ def test_a_row_gets_the_same_answer_in_any_batch(model_path: str, chunks: np.nda
     p[:] = -1  # results are arrays of their own: the next call does not write into them
     model.run(frames[:7], states[:7])
     assert (p == -1).all()
+
+
+def test_batch_plan_pads_little_and_covers_every_row() -> None:
+    assert batch_plan(300) == [256, 48] and batch_plan(48) == [48] and batch_plan(5) == [8]
+    assert batch_plan(1100) == [512, 512, 64, 16]  # over the ladder's top: split, never compiled
+    for n in range(1, 1200):
+        plan = batch_plan(n)
+        assert all(size in LADDER for size in plan) and sum(plan[:-1]) < n <= sum(plan), n
+        assert sum(plan) - n <= max(n // 8, 15), (n, plan)
 
 
 @pytest.mark.parametrize("runtime", ["openvino", "onnxruntime"])
