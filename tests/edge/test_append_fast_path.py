@@ -175,3 +175,35 @@ async def test_the_buffer_holds_24_khz_and_gives_a_turn_at_16_khz_once() -> None
     samples = np.frombuffer(rest, dtype="<i2").astype(np.float32)
     crossings = int(np.sum(np.signbit(samples[1:]) != np.signbit(samples[:-1])))
     assert 430 <= crossings <= 450
+
+
+async def test_a_grown_span_is_resampled_from_near_its_last_end_only(speech: Callable[..., Path]) -> None:
+    """A turn peeked at each of its pauses, then taken: each time only the new audio (and 40 ms
+    before it) is resampled, and the turn is what resampling it whole gives, to 1 LSB."""
+    samples, _ = read_wav(speech("Turn on the kitchen lights, please, and then the hall.", rate=24_000))
+    whole_ms = len(samples) // 24
+    audio, reference = (
+        InputAudio(EnergyVad().stream(), None, max_buffer_s=30),
+        InputAudio(EnergyVad().stream(), None, max_buffer_s=30),
+    )
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+    await audio.append(pcm)
+    await reference.append(pcm)
+    calls: list[int] = []
+    resampled = audio._resampled
+    audio._resampled = lambda a, b: calls.append(b - a) or resampled(a, b)  # type: ignore[method-assign]
+    pauses = [700, 1401, whole_ms // 2, whole_ms - 301]
+    for end_ms in pauses:
+        audio.peek(37, end_ms)
+    grown = audio.take(37, whole_ms)
+    expected = reference.take(37, whole_ms)
+    got, want = np.frombuffer(grown, "<i2").astype(int), np.frombuffer(expected, "<i2").astype(int)
+    assert len(got) == len(want)
+    assert np.abs(got - want).max() <= 1 and (got != want).mean() < 1e-3
+    assert np.abs(want).max() > 3000  # speech: not a comparison of two silences
+    # the first peek whole, each next one its new audio plus twice the splice (20 ms at 24 kHz)
+    assert len(calls) == 5 and calls[0] == (700 - 37) * 24
+    assert all(
+        n <= (end - start) * 24 + 2 * 480 + 3
+        for n, start, end in zip(calls[1:], pauses, [*pauses[1:], whole_ms], strict=True)
+    )
