@@ -8,8 +8,8 @@ part of what VAD cost per audio stream.
 
 OpenVINO reads neither the export's ``If`` on ``sr`` nor its rank-less tensors, and it is fastest
 on static shapes: so it runs the 8 kHz branch alone as a flat graph (``flat_8k_graph``), compiled
-at load for each batch size of a ladder (1, 2, 4, ... 32, 48, 64, 96, ... 512; each call padded up
-to the next one), ~1.4 s of CPU once per process.
+at load for each batch size of a ladder (1, 2, 4, ... 32, 48, 64, 96, ... 512; a batch runs as
+sizes of it padded by at most an eighth: ``batch_plan``), ~1.4 s of CPU once per process.
 """
 
 from __future__ import annotations
@@ -131,8 +131,8 @@ def flat_8k_graph(path: str) -> bytes:
 
 
 def _ladder(limit: int = 512) -> tuple[int, ...]:
-    """1, 2, 4, 8, 16, 32, 48, 64, 96, ... limit: a padded batch wastes at most a third of its rows
-    from 32 on, where the rows are most of the cost (below it the call's own cost is)."""
+    """1, 2, 4, 8, 16, 32, 48, 64, 96, ... limit: sizes half a step apart from 32 on, where the
+    rows are most of the cost (below it the call's own cost is)."""
     sizes, p = [1, 2, 4, 8, 16], 32
     while p <= limit:
         sizes += [p, p * 3 // 2]
