@@ -5,6 +5,10 @@
 runs it. ``edge.services.EdgeServices`` holds what sessions share: a ``router.api.TurnRouter`` and the
 models behind ``edge.protocols`` (``edge.vad``: batched Silero; ``edge.fallback_voice``: Piper).
 
+Frames from the client: ``edge.direct_ws`` (the WebSocket protocol: uvicorn's, cutting frames
+itself so an audio append is taken in the transport's callback, past the ASGI queue) and
+``edge.client_frames`` (a session's reader, its idle and maximum-duration timers).
+
 One session (``edge.session``: reads and dispatches client events):
 
 * ``edge.session_update``: ``session.update`` -> ``SessionState`` -> ``session.updated``; voices

@@ -30,7 +30,6 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
@@ -51,8 +50,10 @@ from edge.auth import (
 )
 from edge.batch_routes import BatchNotFound, BatchStoreUnavailable, batch_route_handlers  # issue 16c
 from edge.batch_worker import BatchWorker
+from edge.client_frames import ClientFrames, SessionExpired, SessionIdle
 from edge.client_secrets import MintRequest
 from edge.custom_voices import VoiceNotFound, VoiceStoreUnavailable
+from edge.direct_ws import attach_direct
 from edge.events import error_event
 from edge.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/key_routes.py)
 from edge.key_session import KeySession
@@ -77,14 +78,6 @@ log = logging.getLogger("voicemesh.edge")
 
 class HandshakeTimeout(ProtocolError):
     code = "handshake_timeout"
-
-
-class SessionIdle(ProtocolError):
-    code = "session_idle_timeout"
-
-
-class SessionExpired(ProtocolError):
-    code = "session_expired"
 
 
 class Draining(ProtocolError):
@@ -257,11 +250,16 @@ async def _serve(
         await close(1008, code)  # policy violation: not to be retried with the same key
 
     keyed.end_when_revoked(services.auth.keys.watch, revoked)
+    frames = ClientFrames(
+        socket.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
+        handle_now=session.handle_now,
+    )  # fmt: skip
     services.open_sessions += 1
     SESSIONS_OPEN.inc()
+    detach = attach_direct(socket.scope, frames.direct)
     try:
         await session.open(resumed)
-        async for raw in _frames(socket, settings.limits.idle_timeout_s, settings.limits.max_session_s):
+        async for raw in frames:
             if session.ended is not None:
                 break  # taken over or drained: the socket is closed, late frames are not served
             await session.handle(raw)
@@ -274,65 +272,11 @@ async def _serve(
     except (WebSocketDisconnect, ConnectionError):
         pass
     finally:
+        detach()
         services.open_sessions -= 1
         SESSIONS_OPEN.dec()
         await keyed.aclose()
         await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
-
-
-async def _frames(
-    socket: WebSocket[Any, Any, Any], idle_s: float, max_session_s: float
-) -> AsyncIterator[str | bytes]:
-    """The client's frames; raises ``SessionIdle`` or ``SessionExpired`` when its time is up.
-
-    No timeout per receive (that cost ~3.5 % of the edge's CPU at 25 appends a second per stream,
-    docs/benchmarks.md "Append hot path"): one timer per session wakes once per idle period, looks
-    at when the last frame came, and cancels the receive only if the client is past its time."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    ends_at = loop.time() + max_session_s
-    last = loop.time()
-    receiving = False
-    ended: SessionIdle | SessionExpired | None = None
-    watch: asyncio.TimerHandle
-
-    def check() -> None:
-        nonlocal watch, ended
-        now = loop.time()
-        if now >= ends_at:
-            ended = SessionExpired("maximum session duration reached")
-        elif receiving and now >= last + idle_s:
-            ended = SessionIdle(
-                f"no client event for {idle_s:g} s: session closed (send events, or reconnect)"
-            )
-        if ended is None:  # (a frame still being handled counts as activity)
-            watch = loop.call_at(min(ends_at, (last if receiving else now) + idle_s), check)
-        elif receiving:
-            task.cancel()  # (else the loop raises it before its next receive)
-
-    watch = loop.call_at(min(ends_at, last + idle_s), check)
-    try:
-        while True:
-            if ended is not None:
-                raise ended
-            receiving = True
-            try:
-                message = await socket.receive()
-            except asyncio.CancelledError:
-                if ended is None or task.uncancel() > 0:
-                    raise  # not (only) ours
-                raise ended from None
-            finally:
-                receiving = False
-            last = loop.time()
-            if message["type"] == "websocket.disconnect":
-                return
-            text = message.get("text")
-            data = message.get("bytes")
-            yield text if isinstance(text, str) else data if isinstance(data, bytes) else b""
-    finally:
-        watch.cancel()
 
 
 @post("/v1/realtime/client_secrets", status_code=200)

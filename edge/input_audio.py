@@ -11,6 +11,10 @@ to the prefix padding as it goes, so an open microphone never grows the buffer.
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
+from collections.abc import Callable
+
 import numpy as np
 
 from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
@@ -41,6 +45,10 @@ class _Samples:
     @property
     def view(self) -> F32:
         return self._data[self._lo : self._hi]
+
+    def span(self, i: int, j: int) -> F32:
+        """``view[i:j]`` in one slice (the VAD reads a chunk this way, 31 times a second a stream)."""
+        return self._data[self._lo + i : self._lo + j]
 
     def extend(self, samples: F32) -> None:
         n = len(samples)
@@ -82,6 +90,17 @@ class InputAudio:
         self._max_samples = int(max_buffer_s * RATE)
         self._peeked: tuple[int, int, bytes] | None = None
         """The last ``peek``: absolute (start, end) and its 16 kHz PCM16."""
+        self._in_vad = False
+        """A chunk is with the VAD (one at a time: its state is sequential)."""
+        self._waiters: list[asyncio.Future[None]] = []
+        self.events: deque[TurnEvent] = deque()
+        """What the VAD's answers started or stopped, until the session has handled each (the
+        buffer is not trimmed meanwhile: a stopped turn's speech is taken first)."""
+        self.on_events: Callable[[], None] = lambda: None
+        """Called when ``events`` gets one, or the VAD fails (``vad_error``)."""
+        self.vad_error: Exception | None = None
+        self.closed = False
+        """The session ended: answers still coming from the VAD are dropped."""
 
     @property
     def buffered_ms(self) -> int:
@@ -103,8 +122,9 @@ class InputAudio:
         self._buf.extend(self._decoder.flush())
         self._decoder = InputDecoder(fmt, RATE)
 
-    async def append(self, data: bytes) -> list[TurnEvent]:
-        """Client audio in the session's input format."""
+    def append(self, data: bytes) -> None:
+        """Client audio in the session's input format: buffered now, its chunks pushed to the VAD
+        one after another; what they start or stop comes in ``events`` (and ``on_events``)."""
         samples = self._decoder.samples(data)  # (checks the length first: bad audio is refused as such)
         if self.detector is None and len(self._buf) + self._decoder.pending + samples > self._max_samples:
             raise BadAudio(
@@ -112,27 +132,68 @@ class InputAudio:
                 code="input_audio_buffer_full",
             )
         self._buf.extend(self._decoder.decode(data))
-        if self.detector is None:
-            return []
-        events: list[TurnEvent] = []
-        while self._vad_pos + CHUNK <= self._buf_start + len(self._buf):
-            i = self._vad_pos - self._buf_start
-            prob = await self._vad.probability(self._buf.view[i : i + CHUNK])
-            ev = self.detector.feed(prob, self._vad_pos // MS)
-            self._vad_pos += CHUNK
-            if ev is not None:
-                events.append(ev)
-        if not self.detector.speaking and not events:  # (after a stop the session takes the speech first)
+        self._pump()
+
+    def _pump(self) -> None:
+        if (
+            not self._in_vad
+            and not self.closed
+            and self.detector is not None
+            and self._vad_pos + CHUNK <= self._buf_start + len(self._buf)
+        ):
+            self._in_vad = True
+            self._vad.push(self)
+
+    def next_chunk(self) -> F32:
+        i = self._vad_pos - self._buf_start
+        return self._buf.span(i, i + CHUNK)
+
+    def heard(self, probability: float) -> None:
+        self._in_vad = False
+        if self.closed or self.detector is None:  # (turn detection turned off meanwhile: dropped)
+            self._caught_up()
+            return
+        ev = self.detector.feed(probability, self._vad_pos // MS)
+        self._vad_pos += CHUNK
+        if ev is not None:
+            self.events.append(ev)
+            self.on_events()
+        if not self.detector.speaking and not self.events:  # (a stopped turn's speech is taken first)
             self._trim(self._vad_pos - self.detector.config.prefix_padding_ms * MS)
         elif len(self._buf) > self._max_samples:
             self._trim(self._buf_start + len(self._buf) - self._max_samples)  # endless speech: keep the tail
-        return events
+        self._pump()
+        if not self._in_vad:
+            self._caught_up()
+
+    def failed(self, exc: Exception) -> None:
+        self._in_vad = False
+        self.vad_error = exc
+        self.on_events()
+        self._caught_up()
+
+    async def caught_up(self) -> None:
+        """Once the VAD has heard every whole chunk appended so far."""
+        while self._in_vad:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    def _caught_up(self) -> None:
+        if not self._waiters:
+            return
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _trim(self, keep_from: int) -> None:
         drop = keep_from - self._buf_start
         if drop > 0:
             self._buf.drop(drop)
             self._buf_start = keep_from
+            if not self._in_vad:  # (audio taken whole, VAD not there yet: it goes on from here)
+                self._vad_pos = max(self._vad_pos, keep_from)
 
     def take(self, start_ms: int | None = None, end_ms: int | None = None) -> bytes:
         """16 kHz PCM16 from ``start_ms`` (default: buffer start) to ``end_ms`` (default: all, with

@@ -10,10 +10,12 @@ session's business: ``on_speech_started`` (barge-in?) and ``on_turn_end`` (respo
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from edge.audio_formats import FORMATS, PCM
 from edge.conversation import Conversation
@@ -21,10 +23,24 @@ from edge.events import Send, new_id, server_event
 from edge.input_audio import InputAudio
 from edge.protocols import SpeechProbability
 from edge.state import TurnDetection
-from edge.turn_detector import SpeechPaused, SpeechResumed, SpeechStarted, SpeechStopped, TurnDetector
+from edge.turn_detector import (
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    SpeechStopped,
+    TurnDetector,
+    TurnEvent,
+)
 from wire.errors import BadAudio
+from wire.tasks import cancel_and_wait
 
 MIN_COMMIT_MS = 100
+
+
+async def _as_is(work: Awaitable[None]) -> None:
+    await work
+
+
 TAIL_MS = 160
 """Silence kept after the end of speech in a committed turn: VAD calls the end at the last voiced
 chunk, and Whisper hears a final word better with a little quiet after it (Pipecat's segments
@@ -45,12 +61,16 @@ class InputTurns:
         on_turn_end: Callable[[], Awaitable[None]],
         on_pause: Callable[[bytes], None] | None = None,
         on_resume: Callable[[], None] | None = None,
+        run_events: Callable[[Awaitable[None]], Coroutine[Any, Any, None]] = _as_is,
         pause_ms: int = 0,
         audio_format: str = PCM,
     ) -> None:
         self._pause_ms = pause_ms if on_pause is not None else 0
         detector = TurnDetector(detection, pause_ms=self._pause_ms) if detection else None
         self.audio = InputAudio(vad, detector, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
+        self.audio.on_events = self._events_came
+        self._run_events = run_events
+        self._events_task: asyncio.Task[None] | None = None
         self._conversation = conversation
         self._send = send
         self._on_speech_started = on_speech_started
@@ -84,17 +104,60 @@ class InputTurns:
         await self.append_audio(data)
 
     async def append_audio(self, data: bytes) -> None:
-        """The same, its base64 already decoded (``edge.events.read_append``: the fast path)."""
-        for ev in await self.audio.append(data):
-            if isinstance(ev, SpeechStarted):
-                await self._speech_started(ev)
-            elif isinstance(ev, SpeechStopped):
-                await self._speech_stopped(ev)
-            elif isinstance(ev, SpeechPaused):
-                if self._on_pause is not None:
-                    self._on_pause(self.audio.peek(self._speech_start_ms, self._tail(ev.audio_end_ms)))
-            elif isinstance(ev, SpeechResumed) and self._on_resume is not None:
-                self._on_resume()
+        """The same, its base64 already decoded, and what its audio started or stopped handled
+        before this returns (tests, benches: a session ``feed``s)."""
+        self.feed(data)
+        await self.settled()
+
+    def feed(self, data: bytes) -> None:
+        """Decoded audio into the buffer (``edge.events.read_append``: the fast path). It returns
+        at once: the VAD hears the audio after, and the speech events run on a task of their own
+        (``_handle_events``), one after another, in the order the audio came."""
+        self.audio.append(data)
+
+    async def settled(self) -> None:
+        """Once the VAD has heard all the audio so far and what it started or stopped is handled:
+        any client event but an append waits for this, so it comes after that audio as it was
+        sent (a commit takes the turn the audio before it ended)."""
+        while True:
+            await self.audio.caught_up()
+            task = self._events_task
+            if task is None or task.done():
+                return
+            await asyncio.wait({task})
+
+    def _events_came(self) -> None:
+        if self._events_task is None or self._events_task.done():
+            self._events_task = asyncio.get_running_loop().create_task(
+                self._run_events(self._handle_events()), name="speech-events"
+            )
+
+    async def _handle_events(self) -> None:
+        events = self.audio.events
+        while events or self.audio.vad_error is not None:
+            if self.audio.vad_error is not None:
+                exc, self.audio.vad_error = self.audio.vad_error, None
+                raise exc
+            try:
+                await self._handle(events[0])
+            finally:
+                events.popleft()  # (the buffer is not trimmed until the turn stopped is taken)
+
+    async def _handle(self, ev: TurnEvent) -> None:
+        if isinstance(ev, SpeechStarted):
+            await self._speech_started(ev)
+        elif isinstance(ev, SpeechStopped):
+            await self._speech_stopped(ev)
+        elif isinstance(ev, SpeechPaused):
+            if self._on_pause is not None:
+                self._on_pause(self.audio.peek(self._speech_start_ms, self._tail(ev.audio_end_ms)))
+        elif isinstance(ev, SpeechResumed) and self._on_resume is not None:
+            self._on_resume()
+
+    async def close(self) -> None:
+        """The session ended: no more speech events (those left are dropped)."""
+        self.audio.closed = True
+        await cancel_and_wait(self._events_task)
 
     async def commit(self) -> None:
         """``input_audio_buffer.commit``."""

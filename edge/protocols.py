@@ -26,11 +26,30 @@ CHUNK_MS = CHUNK * 1000 // RATE
 F32 = npt.NDArray[np.float32]
 
 
-class SpeechProbability(Protocol):
-    """One session's VAD: its chunks must be sent in order (the model keeps state between them)."""
+class ChunkSource(Protocol):
+    """Where a VAD stream reads its next chunk and hands back its answer: a session's input audio."""
 
-    async def probability(self, chunk: F32) -> float:
-        """Speech probability of the next ``CHUNK`` samples (``RATE`` float32)."""
+    def next_chunk(self) -> F32:
+        """The next ``CHUNK`` samples (``RATE`` float32), read when the VAD runs them."""
+        ...
+
+    def heard(self, probability: float) -> None:
+        """That chunk's speech probability."""
+        ...
+
+    def failed(self, exc: Exception) -> None:
+        """The VAD could not run that chunk."""
+        ...
+
+
+class SpeechProbability(Protocol):
+    """One session's VAD: its chunks go in order (the model keeps state between them), one at a
+    time: the next is pushed once the last one was heard."""
+
+    def push(self, source: ChunkSource) -> None:
+        """Run ``source``'s next chunk: its answer comes by ``heard`` (or ``failed``), later, never
+        within this call. Pushed, not awaited: a session's append returns at once, and a chunk
+        costs no future and no wake-up of the session's task (docs/benchmarks.md)."""
         ...
 
 

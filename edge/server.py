@@ -2,7 +2,7 @@
 
 The HTTP server is uvicorn with its request head bounded in size and in time (``BoundedHttp``), at
 most ``max_sessions`` plus some headroom connections at once, and WebSocket messages bounded by the
-event size limit.
+event size limit; audio appends skip the ASGI queue (``edge.direct_ws``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from edge.app import create_app
+from edge.direct_ws import DirectWebSocket
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
 from router.api import TurnRouter
@@ -124,6 +125,7 @@ async def serve_edge(
     config = uvicorn.Config(
         create_app(services), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
         http=BoundedHttp.bounded(max_head_bytes=limits.max_head_bytes, head_timeout_s=limits.head_timeout_s),
+        ws=DirectWebSocket,  # appends past the ASGI queue (edge/direct_ws.py)
         ws_max_size=4 * limits.max_event_bytes, ws_ping_interval=20.0, ws_ping_timeout=20.0,
         # Base64 PCM barely compresses; deflate cost ~6 % of the edge's CPU at 200 streams.
         ws_per_message_deflate=False,

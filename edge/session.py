@@ -45,7 +45,7 @@ from edge.events import (
 from edge.input_turns import InputTurns
 from edge.key_policy import DEFAULT_POLICY, KeyPolicy
 from edge.limits import RateLimited, check_text
-from edge.metrics import CLIENT_EVENTS
+from edge.metrics import CLIENT_EVENTS, DIRECT_FRAMES, Tally
 from edge.response_lifecycle import ResponseLifecycle
 from edge.response_params import response_params
 from edge.resume import (
@@ -63,7 +63,7 @@ from edge.session_update import session_changes, session_object
 from edge.state import SessionState
 from edge.tenancy import vendor_session
 from edge.transcription import InputTranscription
-from wire.errors import BadEvent, ProtocolError
+from wire.errors import BadAudio, BadEvent, ProtocolError
 from wire.rates import TokenBucket
 from wire.voices import CustomVoice
 
@@ -116,6 +116,9 @@ class RealtimeSession:
         self._closed = False
         limits = services.settings.limits
         self._bucket = TokenBucket(rate_per_s=limits.events_per_s, burst=limits.events_burst)
+        self._max_event_bytes = limits.max_event_bytes
+        self._appended_now = Tally(_APPENDED, DIRECT_FRAMES)
+        """Appends taken by ``handle_now``, counted in batches (flushed at ``close``)."""
         self.conversation = Conversation(
             state, send, max_history=limits.max_history_messages, limits=limits.content
         )
@@ -134,6 +137,7 @@ class RealtimeSession:
             on_turn_end=self._turn_ended,
             on_pause=self._speech_paused,
             on_resume=self.responses.drop_speculation,
+            run_events=self._speech_events,
             pause_ms=services.settings.vad.speculate_after_ms,
             audio_format=state.input_audio_format,
         )
@@ -216,6 +220,8 @@ class RealtimeSession:
         if self._closed:
             return
         self._closed = True
+        self._appended_now.flush()
+        await self.turns.close()
         await self._keeper.aclose()
         if self.ended is None:
             with contextlib.suppress(Exception):
@@ -225,6 +231,24 @@ class RealtimeSession:
             del self.services.sessions.live[self.state.id]
         await self.responses.close()
         await self.transcription.close()
+
+    def handle_now(self, raw: str | bytes) -> bool:
+        """The hot path, from the transport's callback (``edge/direct_ws.py``) while the connection
+        waits for a frame: a well-formed append within the limits is buffered now and ``True``;
+        anything else (another event, one to answer with an error) is ``False``, untouched, for
+        ``handle``. No task, no future and no ASGI queue per frame (docs/benchmarks.md)."""
+        if self.ended is not None or self._closed or len(raw) > self._max_event_bytes:
+            return False
+        append = read_append(raw)
+        if append is None or not self._bucket.take():  # (a refused take spends nothing: handle() answers)
+            return False
+        try:
+            self.turns.feed(append[0])
+        except BadAudio:  # (refused before anything was buffered: handle() answers it, counted once)
+            self._bucket.give_back()
+            return False
+        self._appended_now.add()
+        return True
 
     async def handle(self, raw: str | bytes) -> None:
         """One client frame. Never raises for bad input: it answers with an ``error`` event."""
@@ -241,9 +265,10 @@ class RealtimeSession:
             if (append := read_append(raw)) is not None:  # the hot path: audio, 25 frames a second
                 audio, event_id = append
                 type_ = APPEND
-                await self.turns.append_audio(audio)
+                self.turns.feed(audio)  # (the VAD hears it after: speech events come on their own task)
                 _APPENDED.inc()
                 return
+            await self.turns.settled()  # after the audio sent before it, as the client sent them
             data = read_client_frame(raw)
             event_id = client_event_id(data)
             event, type_ = validate_client_event(data)
@@ -261,6 +286,21 @@ class RealtimeSession:
                 f"internal error handling the event: {type(exc).__name__}", code="server_error"
             )
             await self._send(error_event(err, event_id=event_id))
+
+    async def _speech_events(self, work: Awaitable[None]) -> None:
+        """The speech events the VAD's answers bring (``InputTurns``), on their own task: failures
+        are answered as a client event's are, with an ``error`` event."""
+        try:
+            await work
+        except ProtocolError as exc:
+            await self._send(error_event(exc))
+        except OSError:
+            pass  # the client went away: the connection handler ends the session
+        except Exception as exc:
+            log.exception("session %s: speech events failed", self.state.id)
+            err = ProtocolError(f"internal error handling speech: {type(exc).__name__}", code="server_error")
+            with contextlib.suppress(OSError):
+                await self._send(error_event(err))
 
     async def _dispatch(self, event: RealtimeClientEvent) -> None:
         if isinstance(event, InputAudioBufferAppendEvent):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from edge.events import new_id
-from edge.protocols import F32, RATE, FallbackSpeaker, SpeechProbability, Vad
+from edge.protocols import RATE, ChunkSource, FallbackSpeaker, SpeechProbability, Vad
 from edge.services import EdgeServices
 from edge.session import RealtimeSession
 from edge.session_update import initial_state
@@ -191,10 +191,11 @@ class EnergyStream:
     def __init__(self, vad: EnergyVad) -> None:
         self._vad = vad
 
-    async def probability(self, chunk: F32) -> float:
+    def push(self, source: ChunkSource) -> None:
         self._vad.chunks += 1
+        chunk = source.next_chunk()
         rms = float(np.sqrt(np.mean(np.square(chunk)))) if len(chunk) else 0.0
-        return 1.0 if rms >= self._vad.threshold else 0.0
+        asyncio.get_running_loop().call_soon(source.heard, 1.0 if rms >= self._vad.threshold else 0.0)
 
 
 class EnergyVad:
@@ -286,6 +287,7 @@ class SessionHarness:
         """One client frame, as JSON text (a dict is serialised) or raw bytes."""
         raw = json.dumps(event) if isinstance(event, dict) else event
         await self.session.handle(raw)
+        await self.session.turns.settled()  # (deterministic: what the VAD heard in it is handled)
 
     async def append_audio(self, pcm24k: bytes, *, chunk_s: float = 0.1) -> None:
         """``input_audio_buffer.append`` events of ``chunk_s`` each, as a microphone sends them."""

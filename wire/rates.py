@@ -93,3 +93,7 @@ class TokenBucket:
             return True
         self.refused += 1
         return False
+
+    def give_back(self, n: float = 1.0) -> None:
+        """Undo a ``take(n)`` whose work was not done after all."""
+        self._tokens = min(self.burst, self._tokens + n)

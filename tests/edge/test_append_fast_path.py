@@ -19,7 +19,7 @@ import pytest
 from edge.events import read_append, read_client_frame, validate_client_event
 from edge.input_audio import InputAudio, _Samples
 from edge.protocols import CHUNK
-from edge.testing import EnergyVad, SessionHarness, memory_services, tone
+from edge.testing import EnergyVad, SessionHarness, memory_services, silence, tone
 from edge.vad import VadBatcher
 from wire.audio import read_wav
 from wire.errors import ProtocolError
@@ -163,7 +163,7 @@ async def test_the_buffer_holds_24_khz_and_gives_a_turn_at_16_khz_once() -> None
     """PCM is buffered as it comes; a turn is resampled when taken, and a span peeked at a pause is
     not resampled again when the same span is taken."""
     audio = InputAudio(EnergyVad().stream(), None, max_buffer_s=10)
-    await audio.append(tone(1.0))
+    audio.append(tone(1.0))
     assert audio.buffered_ms == 1000
     peeked = audio.peek(0, 500)
     assert len(peeked) == 2 * 8000  # 500 ms at 16 kHz, PCM16
@@ -187,8 +187,8 @@ async def test_a_grown_span_is_resampled_from_near_its_last_end_only(speech: Cal
         InputAudio(EnergyVad().stream(), None, max_buffer_s=30),
     )
     pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
-    await audio.append(pcm)
-    await reference.append(pcm)
+    audio.append(pcm)
+    reference.append(pcm)
     calls: list[int] = []
     resampled = audio._resampled
     audio._resampled = lambda a, b: calls.append(b - a) or resampled(a, b)  # type: ignore[method-assign]
@@ -207,3 +207,72 @@ async def test_a_grown_span_is_resampled_from_near_its_last_end_only(speech: Cal
         n <= (end - start) * 24 + 2 * 480 + 3
         for n, start, end in zip(calls[1:], pauses, [*pauses[1:], whole_ms], strict=True)
     )
+
+
+def _append_frame(pcm: bytes) -> str:
+    return _append(audio=base64.b64encode(pcm).decode())
+
+
+async def test_an_append_returns_before_the_vad_hears_it() -> None:
+    """VAD answers are pushed to the session, not awaited by its append (no future, no wake-up of
+    the session's task per chunk): the append is buffered when ``handle`` returns, heard after."""
+    async with SessionHarness(memory_services()) as h:
+        await h.session.handle(_append_frame(tone(0.1)))
+        audio = h.session.turns.audio
+        assert audio.buffered_ms == 100 and audio._in_vad  # pushed, not heard yet
+        await h.session.turns.settled()
+        assert not audio._in_vad and audio._vad_pos == 3 * CHUNK  # 100 ms: three whole chunks heard
+
+
+async def test_an_event_after_audio_comes_after_what_that_audio_started_and_stopped() -> None:
+    """The client's order holds although the VAD answers later: a clear sent right after the audio
+    of a whole turn is handled once that turn was called and committed, not before."""
+    async with SessionHarness(memory_services()) as h:
+        for off in range(0, 2 * 24_000 * 16 // 10, 2 * 2400):  # tone 0.6 s + silence 1.0 s, 100 ms frames
+            await h.session.handle(_append_frame((tone(0.6) + silence(1.0))[off : off + 2 * 2400]))
+        await h.session.handle(json.dumps({"type": "input_audio_buffer.clear"}))
+        await h.session.turns.settled()
+        kinds = [e["type"] for e in h.sent if e["type"].startswith("input_audio_buffer.")]
+        assert kinds == [
+            "input_audio_buffer.speech_started",
+            "input_audio_buffer.speech_stopped",
+            "input_audio_buffer.committed",
+            "input_audio_buffer.cleared",
+        ]
+
+
+class _FailingOnce(EnergyVad):
+    """``EnergyVad`` whose first chunk fails, as a model call can."""
+
+    def stream(self) -> Any:
+        inner, vad = super().stream(), self
+
+        class _Stream:
+            def push(self, source: Any) -> None:
+                if vad.chunks == 0:
+                    vad.chunks += 1
+                    asyncio.get_running_loop().call_soon(source.failed, RuntimeError("model call failed"))
+                else:
+                    inner.push(source)
+
+        return _Stream()
+
+
+async def test_a_vad_failure_is_an_error_event_and_the_session_goes_on() -> None:
+    async with SessionHarness(memory_services(vad=_FailingOnce())) as h:
+        await h.append_audio(tone(0.6) + silence(1.0))
+        [error] = h.of_type("error")
+        assert error["error"]["code"] == "server_error", error
+        # the chunk that failed is pushed again with the next audio: the turn is still heard
+        assert h.of_type("input_audio_buffer.speech_started") and h.of_type("input_audio_buffer.committed")
+
+
+async def test_answers_after_the_session_closed_are_dropped() -> None:
+    h = SessionHarness(memory_services())
+    async with h:
+        await h.session.handle(_append_frame(tone(0.6)))
+        audio = h.session.turns.audio
+        assert audio._in_vad
+    sent = len(h.sent)
+    await asyncio.sleep(0.05)  # the VAD's answer arrives now: nothing may come of it
+    assert audio.closed and len(h.sent) == sent and not audio.events
