@@ -70,6 +70,11 @@ class _Samples:
         self._lo = min(self._hi, self._lo + n)
 
 
+MAX_LAG_S = 3.0
+"""How far the VAD may be behind the audio before the session stops taking more (``behind``): well
+above what a saturated edge lags at real time (~1 s), well below the buffer's 30 s."""
+
+
 class InputAudio:
     def __init__(
         self,
@@ -88,6 +93,7 @@ class InputAudio:
         self._vad_pos = 0
         """Absolute index of the next sample VAD has not seen."""
         self._max_samples = int(max_buffer_s * RATE)
+        self._max_lag = int(min(MAX_LAG_S, max_buffer_s / 2) * RATE)
         self._peeked: tuple[int, int, bytes] | None = None
         """The last ``peek``: absolute (start, end) and its 16 kHz PCM16."""
         self._in_vad = False
@@ -101,6 +107,14 @@ class InputAudio:
         self.vad_error: Exception | None = None
         self.closed = False
         """The session ended: answers still coming from the VAD are dropped."""
+
+    @property
+    def behind(self) -> bool:
+        """The VAD has more than ``MAX_LAG_S`` of the audio still to hear (a client sending faster
+        than real time, a saturated edge): the session takes no more until it has caught up
+        (``caught_up``), so the client waits as it would for any slow reader, and no audio is
+        dropped unheard (past ``max_buffer_s`` only the tail is kept)."""
+        return self.detector is not None and self._buf_start + len(self._buf) - self._vad_pos > self._max_lag
 
     @property
     def buffered_ms(self) -> int:

@@ -37,15 +37,16 @@ from wire.tasks import cancel_and_wait
 MIN_COMMIT_MS = 100
 
 
-async def _as_is(work: Awaitable[None]) -> None:
-    await work
-
-
 TAIL_MS = 160
 """Silence kept after the end of speech in a committed turn: VAD calls the end at the last voiced
 chunk, and Whisper hears a final word better with a little quiet after it (Pipecat's segments
 end with theirs). No more than the shortest pause the edge acts on, so a turn started at a pause
 has the same audio as the turn then called (``edge/speculation.py``)."""
+
+
+async def _as_is(work: Awaitable[None]) -> None:
+    """Speech events run as they are (a session wraps them: failures become ``error`` events)."""
+    await work
 
 
 class InputTurns:

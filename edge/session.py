@@ -237,7 +237,12 @@ class RealtimeSession:
         waits for a frame: a well-formed append within the limits is buffered now and ``True``;
         anything else (another event, one to answer with an error) is ``False``, untouched, for
         ``handle``. No task, no future and no ASGI queue per frame (docs/benchmarks.md)."""
-        if self.ended is not None or self._closed or len(raw) > self._max_event_bytes:
+        if (
+            self.ended is not None
+            or self._closed
+            or len(raw) > self._max_event_bytes
+            or self.turns.audio.behind  # (``handle`` takes it and waits for the VAD: back-pressure)
+        ):
             return False
         append = read_append(raw)
         if append is None or not self._bucket.take():  # (a refused take spends nothing: handle() answers)
@@ -267,6 +272,8 @@ class RealtimeSession:
                 type_ = APPEND
                 self.turns.feed(audio)  # (the VAD hears it after: speech events come on their own task)
                 _APPENDED.inc()
+                if self.turns.audio.behind:  # back-pressure: the client's next frames wait in TCP
+                    await self.turns.audio.caught_up()
                 return
             await self.turns.settled()  # after the audio sent before it, as the client sent them
             data = read_client_frame(raw)

@@ -257,3 +257,31 @@ async def test_a_frame_over_the_size_limit_is_refused_without_being_buffered() -
             assert client.closed == 1009
     finally:
         await edge.aclose()
+
+
+async def test_audio_sent_faster_than_real_time_is_all_heard() -> None:
+    """Ten seconds of audio in one write (a file sent in a burst), with a 4 s buffer: appends are
+    taken until the VAD is 2 s behind, then the client waits (``InputAudio.behind``), so every
+    one of the five turns in it is heard; none is trimmed away unheard."""
+    limits = replace(LimitSettings(), max_buffer_s=4.0)
+    settings = EdgeSettings(api_keys=(KEY,), port=free_port(), limits=limits)
+    services = memory_services(settings=settings)
+    edge = await EdgeTask.start(settings, services.router, services=services)
+    try:
+        async with _RawClient(settings.port) as client:
+            update = {"type": "session.update", "session": {"type": "realtime", "audio": {"input": {
+                "turn_detection": _SERVER_VAD}}}}  # fmt: skip
+            client.proto.send_text(json.dumps(update).encode())
+            await client.wait_for("session.updated")
+            for frame in _frames((tone(1.0) + silence(1.0)) * 5, ms=500):
+                client.proto.send_text(frame.encode())
+            client.proto.send_text(json.dumps({"type": "input_audio_buffer.clear"}).encode())
+            client.writer.write(b"".join(client.proto.data_to_send()))
+            await client.wait_for("input_audio_buffer.cleared")
+            starts = [
+                e["audio_start_ms"] for e in client.events if e["type"] == "input_audio_buffer.speech_started"
+            ]
+            assert len(starts) == 5, starts
+            assert len([e for e in client.events if e["type"] == "input_audio_buffer.committed"]) == 5
+    finally:
+        await edge.aclose()
