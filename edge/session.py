@@ -299,15 +299,18 @@ class RealtimeSession:
         are answered as a client event's are, with an ``error`` event."""
         try:
             await work
-        except ProtocolError as exc:
-            await self._send(error_event(exc))
+            return
         except OSError:
-            pass  # the client went away: the connection handler ends the session
+            return  # the client went away: the connection handler ends the session
+        except ProtocolError as exc:
+            error = exc
         except Exception as exc:
             log.exception("session %s: speech events failed", self.state.id)
-            err = ProtocolError(f"internal error handling speech: {type(exc).__name__}", code="server_error")
-            with contextlib.suppress(OSError):
-                await self._send(error_event(err))
+            error = ProtocolError(
+                f"internal error handling speech: {type(exc).__name__}", code="server_error"
+            )
+        with contextlib.suppress(OSError):  # (nobody awaits this task: nothing may escape it)
+            await self._send(error_event(error))
 
     async def _dispatch(self, event: RealtimeClientEvent) -> None:
         if isinstance(event, InputAudioBufferAppendEvent):
