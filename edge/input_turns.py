@@ -35,8 +35,6 @@ from wire.errors import BadAudio
 from wire.tasks import cancel_and_wait
 
 MIN_COMMIT_MS = 100
-
-
 TAIL_MS = 160
 """Silence kept after the end of speech in a committed turn: VAD calls the end at the last voiced
 chunk, and Whisper hears a final word better with a little quiet after it (Pipecat's segments

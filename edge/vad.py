@@ -154,7 +154,7 @@ class VadBatcher:
             del self._pending[: self.max_batch]
             slots = np.fromiter([stream.slot for stream, _ in batch], np.intp, len(batch))
             # Each chunk is read from its session's buffer now, as a view valid until that session's
-            # next append (none runs in this loop), and copied into the rows here.
+            # next append (which runs on this thread, so not before the copy into the rows here).
             rows = np.empty((len(batch), HISTORY + CHUNK), dtype=np.float32)
             rows[:, :HISTORY] = self._histories[slots]
             rows[:, HISTORY:] = np.stack([source.next_chunk() for _, source in batch])
