@@ -81,6 +81,8 @@ class InputDecoder:
         self._resampler = Resampler(fmt.rate, rate)
         self._in = 0
         self._out = 0
+        self.as_is = fmt.law is None and fmt.rate == rate
+        """PCM16 at ``rate``: bytes whose samples the buffer may decode itself, as they are."""
 
     def samples(self, data: bytes) -> int:
         """How many samples at ``rate`` ``data`` becomes (for limits checked before decoding);

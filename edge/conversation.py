@@ -33,6 +33,7 @@ from edge.playback import AudioTimeline
 from edge.response_tools import MAX_TOOL_NAME_CHARS, call_item
 from edge.settings import ContentLimits
 from edge.state import SessionState
+from edge.turn_audio import TurnAudio
 from wire.errors import BadEvent
 from wire.turn import Message, ToolCall
 
@@ -114,8 +115,9 @@ class Conversation:
         self._max_history = max_history
         self._limits = limits
         self._items: list[Item] = []
-        self._pending_audio: tuple[str, bytes] | None = None
-        """The committed user audio item no response has answered yet."""
+        self._pending_audio: tuple[str, TurnAudio] | None = None
+        """The committed user audio item no response has answered yet (resampled for STT only when
+        a response or transcription takes it: ``edge/turn_audio.py``)."""
 
     @property
     def last_item_id(self) -> str | None:
@@ -135,16 +137,17 @@ class Conversation:
     @property
     def pending_audio(self) -> tuple[str, bytes] | None:
         """The committed user audio no response has taken yet: ``(item id, 16 kHz PCM16)``."""
-        return self._pending_audio
+        pending = self._pending_audio
+        return None if pending is None else (pending[0], pending[1].pcm16k())
 
     def find(self, item_id: str) -> Item | None:
         return next((item for item in self._items if item.id == item_id), None)
 
-    async def add_user_audio(self, item_id: str, pcm16k: bytes) -> None:
+    async def add_user_audio(self, item_id: str, audio: TurnAudio) -> None:
         """A committed input audio buffer becomes a user item."""
         content = [{"type": "input_audio", "transcript": None}]
         await self._added(Item(item_id, "user", content, None, pending=True))
-        self._pending_audio = (item_id, pcm16k)
+        self._pending_audio = (item_id, audio)
 
     async def create_item(self, event: ConversationItemCreateEvent) -> None:
         """``conversation.item.create``: user and assistant text messages, appended or put after
@@ -223,7 +226,7 @@ class Conversation:
         the instructions, the turn and the answer (oldest messages left out first). Raises
         ``BadEvent`` when there is no input, ``InvalidParam`` when even no history does not fit;
         either way the pending input stays."""
-        turn = self._turn(*(self._pending_audio or (None, b"")))
+        turn = self._turn(*(self.pending_audio or (None, b"")))
         self._pending_audio = None
         for item in self._items:
             item.pending = False

@@ -1,9 +1,10 @@
 """One session's input audio buffer: the client's format in (24 kHz PCM16, or 8 kHz G.711), 32 ms
-chunks to VAD as they fill, 16 kHz PCM16 out for the region's STT.
+chunks to VAD as they fill, turns out (``TurnAudio``: 16 kHz PCM16 for the region's STT, when asked).
 
 The buffer holds 24 kHz float, so PCM (what nearly every client sends) goes in with no resampling
-at all; a turn is resampled to 16 kHz once, whole, when it is taken (per append, a streaming
-resampler per session was a sixth of the edge's CPU: docs/benchmarks.md, "Append hot path").
+at all; a turn is resampled to 16 kHz once, whole, if something takes it on (per append, a
+streaming resampler per session was a sixth of the edge's CPU: docs/benchmarks.md, "Append hot
+path").
 Sample positions are absolute (24 kHz samples since the session began), so ``audio_start_ms`` /
 ``audio_end_ms`` mean what OpenAI's do. With server VAD, audio before the current speech is trimmed
 to the prefix padding as it goes, so an open microphone never grows the buffer.
@@ -19,13 +20,11 @@ import numpy as np
 
 from edge.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
 from edge.protocols import CHUNK, F32, RATE, SpeechProbability
+from edge.turn_audio import MS, TurnAudio
 from edge.turn_detector import TurnDetector, TurnEvent
-from wire.audio import STT_RATE, float_to_pcm16, resample
 from wire.errors import BadAudio
 
-MS = RATE // 1000
-SPLICE = 20 * MS
-"""Where a grown span's resampling starts again, before the end of what was resampled already."""
+_PCM16_SCALE = np.float32(1 / 32768)
 
 
 class _Samples:
@@ -46,12 +45,25 @@ class _Samples:
     def view(self) -> F32:
         return self._data[self._lo : self._hi]
 
-    def span(self, i: int, j: int) -> F32:
-        """``view[i:j]`` in one slice (the VAD reads a chunk this way, 31 times a second a stream)."""
-        return self._data[self._lo + i : self._lo + j]
+    def span(self, i: int, n: int) -> F32:
+        """``view[i : i + n]`` in one slice (the VAD reads a chunk this way, 31 times a second a stream)."""
+        i += self._lo
+        return self._data[i : i + n]
 
     def extend(self, samples: F32) -> None:
         n = len(samples)
+        at = self._room(n)
+        self._data[at : at + n] = samples
+
+    def extend_pcm16(self, pcm: bytes) -> None:
+        """Little-endian PCM16, decoded straight into the buffer: one numpy call, no array between
+        (what ``pcm16_to_float`` and ``extend`` give, the same floats: the scale is a power of 2)."""
+        samples = np.frombuffer(pcm, dtype="<i2")
+        at = self._room(len(samples))
+        np.multiply(samples, _PCM16_SCALE, out=self._data[at : at + len(samples)])
+
+    def _room(self, n: int) -> int:
+        """Make room for ``n`` more samples; where they go. They count from here on."""
         if self._hi + n > len(self._data):
             live = self._hi - self._lo
             size = 2 * (live + n)
@@ -62,8 +74,9 @@ class _Samples:
             else:  # room enough once what was dropped is reclaimed (numpy copies overlaps safely)
                 self._data[:live] = self._data[self._lo : self._hi]
             self._lo, self._hi = 0, live
-        self._data[self._hi : self._hi + n] = samples
+        at = self._hi
         self._hi += n
+        return at
 
     def drop(self, n: int) -> None:
         """Drop the first ``n`` samples."""
@@ -94,8 +107,8 @@ class InputAudio:
         """Absolute index of the next sample VAD has not seen."""
         self._max_samples = int(max_buffer_s * RATE)
         self._max_lag = int(min(MAX_LAG_S, max_buffer_s / 2) * RATE)
-        self._peeked: tuple[int, int, bytes] | None = None
-        """The last ``peek``: absolute (start, end) and its 16 kHz PCM16."""
+        self._peeked: TurnAudio | None = None
+        """The last ``peek``."""
         self._in_vad = False
         """A chunk is with the VAD (one at a time: its state is sequential)."""
         self._waiters: list[asyncio.Future[None]] = []
@@ -145,7 +158,10 @@ class InputAudio:
                 f"input audio buffer is full ({self._max_samples // RATE} s): commit or clear it",
                 code="input_audio_buffer_full",
             )
-        self._buf.extend(self._decoder.decode(data))
+        if self._decoder.as_is:  # PCM16 at the buffer's rate (nearly every client)
+            self._buf.extend_pcm16(data)
+        else:
+            self._buf.extend(self._decoder.decode(data))
         self._pump()
 
     def _pump(self) -> None:
@@ -159,8 +175,7 @@ class InputAudio:
             self._vad.push(self)
 
     def next_chunk(self) -> F32:
-        i = self._vad_pos - self._buf_start
-        return self._buf.span(i, i + CHUNK)
+        return self._buf.span(self._vad_pos - self._buf_start, CHUNK)
 
     def heard(self, probability: float) -> None:
         self._in_vad = False
@@ -209,50 +224,33 @@ class InputAudio:
             if not self._in_vad:  # (audio taken whole, VAD not there yet: it goes on from here)
                 self._vad_pos = max(self._vad_pos, keep_from)
 
-    def take(self, start_ms: int | None = None, end_ms: int | None = None) -> bytes:
-        """16 kHz PCM16 from ``start_ms`` (default: buffer start) to ``end_ms`` (default: all, with
+    def take(self, start_ms: int | None = None, end_ms: int | None = None) -> TurnAudio:
+        """The audio from ``start_ms`` (default: buffer start) to ``end_ms`` (default: all, with
         what the resampler holds), and drop the buffer up to the end of what was taken."""
         if end_ms is None:
             self._flush_decoder(self._decoder.format)
         start, end = self._span(start_ms, end_ms)
-        pcm = self._stt_pcm(start, end)
+        audio = self._turn_audio(start, end)
         self._trim(self._buf_start + end)
         self._peeked = None  # (taken: no reason to hold a turn's audio twice)
-        return pcm
+        return audio
 
-    def peek(self, start_ms: int, end_ms: int) -> bytes:
+    def peek(self, start_ms: int, end_ms: int) -> TurnAudio:
         """What ``take(start_ms, end_ms)`` would return now, leaving the buffer as it is."""
         start, end = self._span(start_ms, end_ms)
-        pcm = self._stt_pcm(start, end)
-        self._peeked = (self._buf_start + start, self._buf_start + end, pcm)
-        return pcm
+        self._peeked = self._turn_audio(start, end)
+        return self._peeked
 
-    def _stt_pcm(self, start: int, end: int) -> bytes:
-        """16 kHz PCM16 of buffer indices ``start:end``: what was peeked last if it is the same
-        span (a turn started at a pause is then taken whole: ``edge/speculation.py``), or that
-        carried on when the span only grew (a turn peeked at each of its pauses, then taken).
-
-        Carried on, only the audio from ``2 * SPLICE`` before the last end is resampled: a turn
-        whose speech paused and went on k times was resampled whole k + 1 times. The
-        resampler's filter reaches less than ``SPLICE`` from a cut: the earlier result is kept up
-        to ``SPLICE`` before its end, and the new one from ``SPLICE`` after its start, which gives
-        what resampling the whole span gives, to 1 LSB on a few samples in 10^4
-        (``tests/edge/test_append_fast_path.py``)."""
+    def _turn_audio(self, start: int, end: int) -> TurnAudio:
+        """Buffer indices ``start:end``: what was peeked last if it is the same span (a turn started
+        at a pause is then taken whole, resampled once: ``edge/speculation.py``), carried on from it
+        if the span only grew (``TurnAudio.pcm16k``)."""
         a, b = self._buf_start + start, self._buf_start + end
         peeked = self._peeked
-        if peeked is not None and peeked[0] == a and peeked[1] <= b:
-            if peeked[1] == b:
-                return peeked[2]  # (what a position holds never changes: positions only grow)
-            joint = a + (peeked[1] - SPLICE - a) // 3 * 3  # (3 samples at 24 kHz are 2 at 16 kHz)
-            if joint - SPLICE >= a:
-                tail = self._resampled(joint - SPLICE, b)
-                return peeked[2][: (joint - a) // 3 * 4] + tail[SPLICE // 3 * 4 :]
-        return self._resampled(a, b)
-
-    def _resampled(self, a: int, b: int) -> bytes:
-        """16 kHz PCM16 of absolute positions ``a:b``."""
-        span = self._buf.view[a - self._buf_start : b - self._buf_start]
-        return float_to_pcm16(resample(span, RATE, STT_RATE)) if len(span) else b""
+        if peeked is not None and peeked.start == a and peeked.end == b:
+            return peeked  # (what a position holds never changes: positions only grow)
+        grown = peeked if peeked is not None and peeked.end <= b else None
+        return TurnAudio(a, b, self._buf.view[start:end].copy(), grown_from=grown)
 
     def _span(self, start_ms: int | None, end_ms: int | None) -> tuple[int, int]:
         start = max(0, (start_ms or 0) * MS - self._buf_start)

@@ -23,6 +23,7 @@ from edge.events import Send, new_id, server_event
 from edge.input_audio import InputAudio
 from edge.protocols import SpeechProbability
 from edge.state import TurnDetection
+from edge.turn_audio import TurnAudio
 from edge.turn_detector import (
     SpeechPaused,
     SpeechResumed,
@@ -58,7 +59,7 @@ class InputTurns:
         max_buffer_s: float,
         on_speech_started: Callable[[], None],
         on_turn_end: Callable[[], Awaitable[None]],
-        on_pause: Callable[[bytes], None] | None = None,
+        on_pause: Callable[[TurnAudio], None] | None = None,
         on_resume: Callable[[], None] | None = None,
         run_events: Callable[[Awaitable[None]], Coroutine[Any, Any, None]] = _as_is,
         pause_ms: int = 0,
@@ -200,9 +201,9 @@ class InputTurns:
         heard = detector.config.silence_duration_ms if detector is not None else 0
         return audio_end_ms + min(TAIL_MS, heard, self._pause_ms or TAIL_MS)
 
-    async def _commit(self, item_id: str, pcm16k: bytes) -> None:
+    async def _commit(self, item_id: str, audio: TurnAudio) -> None:
         previous = self._conversation.last_item_id
         await self._send(
             server_event("input_audio_buffer.committed", item_id=item_id, previous_item_id=previous)
         )
-        await self._conversation.add_user_audio(item_id, pcm16k)
+        await self._conversation.add_user_audio(item_id, audio)

@@ -63,6 +63,7 @@ from edge.session_update import session_changes, session_object
 from edge.state import SessionState
 from edge.tenancy import vendor_session
 from edge.transcription import InputTranscription
+from edge.turn_audio import TurnAudio
 from wire.errors import BadAudio, BadEvent, ProtocolError
 from wire.rates import TokenBucket
 from wire.voices import CustomVoice
@@ -401,11 +402,11 @@ class RealtimeSession:
         if td is not None and td.interrupt_response:
             self.responses.cancel("turn_detected")  # barge-in: stop the answer now
 
-    def _speech_paused(self, audio: bytes) -> None:
+    def _speech_paused(self, audio: TurnAudio) -> None:
         """A pause that may be the end of the turn: start its answer now (``edge/speculation.py``)."""
         td = self.state.turn_detection
         if td is not None and td.create_response:
-            self.responses.speculate(audio)
+            self.responses.speculate(audio.pcm16k())
 
     async def _turn_ended(self) -> None:
         self._speaking = False

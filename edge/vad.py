@@ -155,9 +155,12 @@ class VadBatcher:
             slots = np.fromiter([stream.slot for stream, _ in batch], np.intp, len(batch))
             # Each chunk is read from its session's buffer now, as a view valid until that session's
             # next append (which runs on this thread, so not before the copy into the rows here).
+            # (concatenated flat: half of what ``np.stack`` costs on hundreds of small views)
             rows = np.empty((len(batch), HISTORY + CHUNK), dtype=np.float32)
             rows[:, :HISTORY] = self._histories[slots]
-            rows[:, HISTORY:] = np.stack([source.next_chunk() for _, source in batch])
+            rows[:, HISTORY:] = np.concatenate([source.next_chunk() for _, source in batch]).reshape(
+                -1, CHUNK
+            )
             frames = np.empty((len(batch), FRAME), dtype=np.float32)
             frames[:, :CONTEXT] = self._contexts[slots]
             frames[:, CONTEXT:] = decimate(rows)
@@ -177,7 +180,10 @@ class VadBatcher:
             self._histories[slots] = rows[:, -HISTORY:]
             self._contexts[slots] = frames[:, -CONTEXT:]
             for (_, source), probability in zip(batch, probs.reshape(-1).tolist(), strict=True):
-                _answer(source.heard, probability)
+                try:  # (inline, not ``_answer``: a call less per chunk)
+                    source.heard(probability)
+                except Exception:  # a failing session costs that session, never the batcher
+                    log.exception("VAD: a session failed to take its answer")
 
     async def aclose(self) -> None:
         await cancel_and_wait(self._task)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from edge import turn_audio
 from edge.events import read_append, read_client_frame, validate_client_event
 from edge.input_audio import InputAudio, _Samples
 from edge.protocols import CHUNK
@@ -159,27 +160,53 @@ async def test_batcher_reads_chunks_before_their_buffer_is_reused(
         await batcher.aclose()
 
 
-async def test_the_buffer_holds_24_khz_and_gives_a_turn_at_16_khz_once() -> None:
-    """PCM is buffered as it comes; a turn is resampled when taken, and a span peeked at a pause is
-    not resampled again when the same span is taken."""
+def _counting_resamples(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length (24 kHz samples) of each span ``TurnAudio`` resamples from now on."""
+    calls: list[int] = []
+    resampled = turn_audio._pcm16k
+
+    def counted(samples: np.ndarray) -> bytes:
+        calls.append(len(samples))
+        return resampled(samples)
+
+    monkeypatch.setattr(turn_audio, "_pcm16k", counted)
+    return calls
+
+
+async def test_the_buffer_holds_24_khz_and_gives_a_turn_at_16_khz_once_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PCM is buffered as it comes; a turn is resampled when its 16 kHz audio is first asked for,
+    not when it is taken or peeked; a span peeked at a pause and then taken is resampled once."""
+    calls = _counting_resamples(monkeypatch)
     audio = InputAudio(EnergyVad().stream(), None, max_buffer_s=10)
     audio.append(tone(1.0))
     assert audio.buffered_ms == 1000
+    unasked = audio.peek(0, 300)
     peeked = audio.peek(0, 500)
-    assert len(peeked) == 2 * 8000  # 500 ms at 16 kHz, PCM16
+    assert calls == []  # nothing asked for 16 kHz yet: nothing resampled
+    assert len(peeked.pcm16k()) == 2 * 8000  # 500 ms at 16 kHz, PCM16
     taken = audio.take(0, 500)
-    assert taken is peeked  # the same bytes: resampled once
+    assert taken is peeked and taken.pcm16k() is peeked.pcm16k()  # the same bytes: resampled once
+    assert calls == [500 * 24] and len(unasked) == 300 * 24
     rest = audio.take()
-    assert len(rest) == 2 * 8000 and audio.buffered_ms == 0
+    assert audio.buffered_ms == 0
+    for _ in range(3):
+        audio.append(tone(0.5))  # the buffer moves on over the memory the taken turn came from
+    pcm = rest.pcm16k()
+    assert len(pcm) == 2 * 8000
     # Samples at 16 kHz of the 440 Hz tone: zero crossings say the rate is right (~880 per second).
-    samples = np.frombuffer(rest, dtype="<i2").astype(np.float32)
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32)
     crossings = int(np.sum(np.signbit(samples[1:]) != np.signbit(samples[:-1])))
     assert 430 <= crossings <= 450
 
 
-async def test_a_grown_span_is_resampled_from_near_its_last_end_only(speech: Callable[..., Path]) -> None:
-    """A turn peeked at each of its pauses, then taken: each time only the new audio (and 40 ms
-    before it) is resampled, and the turn is what resampling it whole gives, to 1 LSB."""
+async def test_a_grown_span_is_resampled_from_near_its_last_end_only(
+    speech: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn whose audio was asked for at each of its pauses, then taken: each time only the new
+    audio (and 40 ms before it) is resampled, and the turn is what resampling it whole gives, to
+    1 LSB."""
     samples, _ = read_wav(speech("Turn on the kitchen lights, please, and then the hall.", rate=24_000))
     whole_ms = len(samples) // 24
     audio, reference = (
@@ -189,24 +216,39 @@ async def test_a_grown_span_is_resampled_from_near_its_last_end_only(speech: Cal
     pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
     audio.append(pcm)
     reference.append(pcm)
-    calls: list[int] = []
-    resampled = audio._resampled
-    audio._resampled = lambda a, b: calls.append(b - a) or resampled(a, b)  # type: ignore[method-assign]
+    calls = _counting_resamples(monkeypatch)
     pauses = [700, 1401, whole_ms // 2, whole_ms - 301]
     for end_ms in pauses:
-        audio.peek(37, end_ms)
-    grown = audio.take(37, whole_ms)
-    expected = reference.take(37, whole_ms)
+        audio.peek(37, end_ms).pcm16k()
+    grown = audio.take(37, whole_ms).pcm16k()
+    expected = reference.take(37, whole_ms).pcm16k()
     got, want = np.frombuffer(grown, "<i2").astype(int), np.frombuffer(expected, "<i2").astype(int)
     assert len(got) == len(want)
     assert np.abs(got - want).max() <= 1 and (got != want).mean() < 1e-3
     assert np.abs(want).max() > 3000  # speech: not a comparison of two silences
     # the first peek whole, each next one its new audio plus twice the splice (20 ms at 24 kHz)
+    calls = calls[:-1]  # (the reference's, whole)
     assert len(calls) == 5 and calls[0] == (700 - 37) * 24
     assert all(
         n <= (end - start) * 24 + 2 * 480 + 3
         for n, start, end in zip(calls[1:], pauses, [*pauses[1:], whole_ms], strict=True)
     )
+
+
+async def test_a_span_grown_from_one_never_resampled_is_resampled_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Carrying on needs the earlier span's 16 kHz audio: without it the grown span is resampled
+    whole, once, and is the same as a span never peeked."""
+    audio = InputAudio(EnergyVad().stream(), None, max_buffer_s=10)
+    reference = InputAudio(EnergyVad().stream(), None, max_buffer_s=10)
+    for a in (audio, reference):
+        a.append(tone(1.0))
+    calls = _counting_resamples(monkeypatch)
+    audio.peek(0, 400)  # nobody asks for it (create_response off: no answer is started at a pause)
+    taken = audio.take(0, 900).pcm16k()
+    assert calls == [900 * 24]
+    assert taken == reference.take(0, 900).pcm16k()
 
 
 def _append_frame(pcm: bytes) -> str:

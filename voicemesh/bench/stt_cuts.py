@@ -22,6 +22,7 @@ import numpy as np
 from edge.input_turns import InputTurns
 from edge.settings import VadSettings
 from edge.state import TurnDetection
+from edge.turn_audio import TurnAudio
 from edge.vad import VadBatcher
 from region.cancel import CancelToken
 from region.settings import SttSettings
@@ -57,9 +58,9 @@ class _Committed:
         self.last_item_id: str | None = None
         self.audio: list[bytes] = []
 
-    async def add_user_audio(self, item_id: str, pcm16k: bytes) -> None:
+    async def add_user_audio(self, item_id: str, audio: TurnAudio) -> None:
         self.last_item_id = item_id
-        self.audio.append(pcm16k)
+        self.audio.append(audio.pcm16k())
 
 
 async def _nothing(*_: object) -> None:
