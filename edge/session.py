@@ -423,5 +423,6 @@ class RealtimeSession:
 
     async def _transcribe_pending(self) -> None:
         """Input transcription (when on) of the committed audio no response has taken."""
-        if (pending := self.conversation.pending_audio) is not None:
+        # (``on`` first: the pending audio is resampled when read, ``edge/turn_audio.py``)
+        if self.transcription.on and (pending := self.conversation.pending_audio) is not None:
             await self.transcription.request(*pending)

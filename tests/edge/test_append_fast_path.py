@@ -20,7 +20,15 @@ from edge import turn_audio
 from edge.events import read_append, read_client_frame, validate_client_event
 from edge.input_audio import InputAudio, _Samples
 from edge.protocols import CHUNK
-from edge.testing import EnergyVad, SessionHarness, memory_services, silence, tone
+from edge.testing import (
+    EnergyVad,
+    ScriptedRouter,
+    SessionHarness,
+    memory_services,
+    silence,
+    spoken_reply,
+    tone,
+)
 from edge.vad import VadBatcher
 from wire.audio import read_wav
 from wire.errors import ProtocolError
@@ -318,3 +326,32 @@ async def test_answers_after_the_session_closed_are_dropped() -> None:
     sent = len(h.sent)
     await asyncio.sleep(0.05)  # the VAD's answer arrives now: nothing may come of it
     assert audio.closed and len(h.sent) == sent and not audio.events
+
+
+async def test_a_turn_nobody_takes_is_never_resampled_and_one_taken_later_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Server VAD with ``create_response`` off and no transcription: the turn is called, committed
+    and not resampled (nothing sends it anywhere); a ``response.create`` then sends the region the
+    turn's 16 kHz audio, resampled then, once."""
+    calls = _counting_resamples(monkeypatch)
+    router = ScriptedRouter(spoken_reply("Hello."))
+    async with SessionHarness(memory_services(router)) as h:
+        td = {"type": "server_vad", "create_response": False}
+        await h.send(
+            {
+                "type": "session.update",
+                "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
+            }
+        )
+        await h.append_audio(tone(0.6) + silence(0.8))
+        await h.wait_for("input_audio_buffer.committed")
+        await h.session.turns.settled()
+        assert calls == [] and router.turns == []
+        await h.send({"type": "response.create"})
+        await h.wait_for("response.done")
+    assert len(calls) == 1 and len(router.turns) == 1
+    audio = router.turns[0].audio
+    assert (
+        audio is not None and 2 * 16 * 600 <= len(audio) <= 2 * 16 * 1200
+    )  # the tone and its padding, 16 kHz
