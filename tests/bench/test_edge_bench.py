@@ -25,6 +25,9 @@ async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict
     )  # fmt: skip
     with_vad, without = results["streams_40ms"], results["streams_40ms_no_vad"]
     assert with_vad["vad_chunks"] >= 2 * 2000 // 32 - 4  # every stream's audio went through Silero
+    overloaded = results["streams_40ms_overloaded"]
+    assert overloaded["streams"] == 3 and overloaded["vad_chunks"] >= 3 * 2000 // 32 - 6
+    assert any(line.startswith("overloaded, 3 streams") and "streams per core" in line for line in lines)
     assert without["vad_chunks"] == 0  # turn detection off: no chunk did
     assert with_vad["cpu_ms_per_stream_s"] > 0 and without["cpu_ms_per_stream_s"] > 0
     model = results["silero_alone"]
