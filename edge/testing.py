@@ -289,6 +289,11 @@ class SessionHarness:
         await self.session.handle(raw)
         await self.session.turns.settled()  # (deterministic: what the VAD heard in it is handled)
 
+    async def turn_detection(self, **td: Any) -> None:
+        """``session.update`` of the input's ``turn_detection`` alone (e.g. ``type="server_vad"``)."""
+        session = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        await self.send({"type": "session.update", "session": session})
+
     async def append_audio(self, pcm24k: bytes, *, chunk_s: float = 0.1) -> None:
         """``input_audio_buffer.append`` events of ``chunk_s`` each, as a microphone sends them."""
         step = 2 * int(chunk_s * 24_000)

@@ -12,6 +12,8 @@ from edge.settings import EdgeSettings
 from voicemesh.bench.edge import run_bench
 from voicemesh.profiles import cpu_profile
 
+TREE = Path(__file__).resolve().parents[2]
+
 
 @pytest.mark.slow  # the real Silero VAD model
 async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict[str, Path]) -> None:
@@ -34,3 +36,22 @@ async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict
     assert model["batch"] >= 1 and model["us_per_chunk"] > 0
     split = lines[-1]
     assert split.startswith("40 ms appends, ms CPU per stream-second:") and "+ Silero" in split
+
+
+@pytest.mark.slow  # the real Silero VAD model
+async def test_two_checkouts_side_by_side_each_measured(models: dict[str, Path]) -> None:
+    """``bench edge-pair`` with this tree as both sides: both edges ran, each its own streams through
+    its VAD, and their ratio is a number near 1 (the same code), not a measure of speed."""
+    from voicemesh.bench.edge_pair import bench_pair
+
+    settings = EdgeSettings(
+        api_keys=("bench-key",), admin_keys=("bench-key",), vad_model=cpu_profile().edge.vad_model
+    )
+    lines: list[str] = []
+    result = await bench_pair(
+        settings, TREE, TREE, n=2, seconds=2, rounds=1, report=lambda _: None, out=lines.append
+    )
+    assert len(result.cost_a) == len(result.cost_b) == 1
+    assert result.cost_a[0] > 0 and result.cost_b[0] > 0
+    assert len(lines) == 1 and lines[0].startswith("round 1/1:") and "b/a" in lines[0]
+    assert 0.2 < result.ratios[0] < 5  # (two edges of 2 streams: mostly their idle work)

@@ -337,13 +337,7 @@ async def test_a_turn_nobody_takes_is_never_resampled_and_one_taken_later_is(
     calls = _counting_resamples(monkeypatch)
     router = ScriptedRouter(spoken_reply("Hello."))
     async with SessionHarness(memory_services(router)) as h:
-        td = {"type": "server_vad", "create_response": False}
-        await h.send(
-            {
-                "type": "session.update",
-                "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-            }
-        )
+        await h.turn_detection(type="server_vad", create_response=False)
         await h.append_audio(tone(0.6) + silence(0.8))
         await h.wait_for("input_audio_buffer.committed")
         await h.session.turns.settled()

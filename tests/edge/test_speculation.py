@@ -153,13 +153,7 @@ async def test_no_early_turn_without_create_response() -> None:
     router = ScriptedRouter(spoken_reply("Hello."))
     services = memory_services(router)
     async with SessionHarness(services) as h:
-        td = {"type": "server_vad", "create_response": False}
-        await h.send(
-            {
-                "type": "session.update",
-                "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-            }
-        )
+        await h.turn_detection(type="server_vad", create_response=False)
         await h.append_audio(tone(0.6) + silence(0.8))
         await h.wait_for("input_audio_buffer.committed")
     assert router.turns == []

@@ -71,8 +71,10 @@ class EdgeProcess:
     of no reachable region, or of ``region`` (``ID=URL``, as ``--region`` takes it)."""
 
     def __init__(
-        self, settings: EdgeSettings, *, core: int | None = None, region: str = "nowhere=http://127.0.0.1:9"
-    ) -> None:
+        self, settings: EdgeSettings, *, core: int | None = None, region: str = "nowhere=http://127.0.0.1:9",
+        checkout: Path | None = None,
+    ) -> None:  # fmt: skip
+        """``checkout``: run that source tree's edge (a comparison), with this environment's packages."""
         self.port = free_port()
         self.key = settings.api_keys[0]
         cmd = [
@@ -85,8 +87,12 @@ class EdgeProcess:
             cmd = ["taskset", "-c", str(core), *cmd]
         # The bench reads /status: its one key is the edge's admin key too.
         env = {**os.environ, "VOICEMESH_API_KEY": self.key, "VOICEMESH_ADMIN_KEY": self.key}
+        if checkout is not None:
+            # ``python -m`` puts its working directory first on ``sys.path``, ahead of PYTHONPATH:
+            # started from inside another checkout it would run that one's code.
+            env["PYTHONPATH"] = str(checkout)
         self.log = Path(tempfile.gettempdir()) / f"voicemesh-bench-edge-{self.port}.log"
-        self.proc = spawn(cmd, log_path=self.log, env=env)
+        self.proc = spawn(cmd, log_path=self.log, env=env, cwd=checkout)
         self.url = f"ws://127.0.0.1:{self.port}/v1/realtime?model=bench"
 
     async def ready(self) -> None:
@@ -166,72 +172,88 @@ async def bench_streams(
     """``server_vad=False``: the same streams with turn detection off, so no VAD runs: what the
     transport, the event parsing and the buffer cost alone (the rest is VAD's share)."""
     edge = EdgeProcess(settings, core=core)  # (another core where something else is pinned to 0)
+    try:
+        (result,) = await stream_into([edge], n, seconds, report, chunk_ms, server_vad=server_vad)
+        return result
+    finally:
+        edge.stop()
+
+
+async def stream_into(
+    edges: list[EdgeProcess], n: int, seconds: float, report: Report, chunk_ms: int = 40, *,
+    server_vad: bool = True,
+) -> list[dict[str, float]]:  # fmt: skip
+    """``n`` streams into each of ``edges`` (started, not ready yet) at once, for ``seconds`` of audio
+    at real time; each edge's CPU until its backlog was served, per stream-second of audio."""
     # Whole chunks only, serialised once: the generator's own cost stays out of the measurement.
     chunks = [append_event(c) for c in pcm_chunks(float_to_pcm16(_speech_loop(seconds + 2)), chunk_ms)[:-1]]
-    try:
+    for edge in edges:
         await edge.ready()
-        sockets = [await edge.open() for _ in range(n)]
-        config = session_config(create_response=False)
-        if not server_vad:
-            config["audio"]["input"]["turn_detection"] = None
-        no_reply = {"type": "session.update", "session": config}
-        await asyncio.gather(*(_roundtrip(ws, no_reply, "session.updated") for ws in sockets))
-        report(
-            f"active streams: {n} sessions, {chunk_ms} ms appends{'' if server_vad else ', no server VAD'} "
-            f"for {seconds:.0f} s, edge pinned to core {core}"
-        )
-        vad0 = await edge.vad_stats()
-        cpu0, t0 = cpu_seconds(edge.proc.pid), time.monotonic()
-        n_chunks = int(seconds * 1000 / chunk_ms)
+    groups = [[await edge.open() for _ in range(n)] for edge in edges]
+    config = session_config(create_response=False)
+    if not server_vad:
+        config["audio"]["input"]["turn_detection"] = None
+    no_reply = {"type": "session.update", "session": config}
+    sockets = [ws for group in groups for ws in group]
+    await asyncio.gather(*(_roundtrip(ws, no_reply, "session.updated") for ws in sockets))
+    report(
+        f"active streams: {n} sessions{' each' if len(edges) > 1 else ''}, {chunk_ms} ms appends"
+        f"{'' if server_vad else ', no server VAD'} for {seconds:.0f} s"
+    )
+    vad0 = [await edge.vad_stats() for edge in edges]
+    cpu0, t0 = [cpu_seconds(edge.proc.pid) for edge in edges], time.monotonic()
+    n_chunks = int(seconds * 1000 / chunk_ms)
 
-        async def stream(ws: ClientConnection, offset: int) -> None:
-            start = time.monotonic()
-            for k in range(n_chunks):
-                await ws.send(chunks[(offset + k) % len(chunks)])
-                await tick(start, k + 1, chunk_ms / 1000)
+    async def stream(ws: ClientConnection, offset: int) -> None:
+        start = time.monotonic()
+        for k in range(n_chunks):
+            await ws.send(chunks[(offset + k) % len(chunks)])
+            await tick(start, k + 1, chunk_ms / 1000)
 
-        async def drain(ws: ClientConnection) -> None:
-            # Read until cancelled: a client that stops reading stops answering the edge's pings
-            # too, and a busy edge then closes it (1011) mid-measurement.
-            with contextlib.suppress(Exception):
-                while True:
-                    await ws.recv()
+    async def drain(ws: ClientConnection) -> None:
+        # Read until cancelled: a client that stops reading stops answering the edge's pings
+        # too, and a busy edge then closes it (1011) mid-measurement.
+        with contextlib.suppress(Exception):
+            while True:
+                await ws.recv()
 
-        drains = [asyncio.create_task(drain(ws)) for ws in sockets]
-        await asyncio.gather(*(stream(ws, i * 7) for i, ws in enumerate(sockets)))
-        wall, cpu = time.monotonic() - t0, cpu_seconds(edge.proc.pid) - cpu0
-        for d in drains:
-            d.cancel()
-        await asyncio.gather(*drains, return_exceptions=True)  # (one reader per socket at a time)
-        backlog = await asyncio.gather(
-            *(
-                _roundtrip(ws, {"type": "input_audio_buffer.clear"}, "input_audio_buffer.cleared")
-                for ws in sockets
-            )
-        )
-        # All the work of the window is done once every backlog came back: CPU seconds per second of
-        # audio streamed, whether or not the edge had its core to itself (a shared machine).
-        cpu_all = cpu_seconds(edge.proc.pid) - cpu0
+    drains = [asyncio.create_task(drain(ws)) for ws in sockets]
+    await asyncio.gather(*(stream(ws, i * 7) for i, ws in enumerate(sockets)))
+    wall = time.monotonic() - t0
+    cpu = [cpu_seconds(edge.proc.pid) - c for edge, c in zip(edges, cpu0, strict=True)]
+    for d in drains:
+        d.cancel()
+    await asyncio.gather(*drains, return_exceptions=True)  # (one reader per socket at a time)
+    clear = {"type": "input_audio_buffer.clear"}
+    backlogs = await asyncio.gather(
+        *(asyncio.gather(*(_roundtrip(ws, clear, "input_audio_buffer.cleared") for ws in g)) for g in groups)
+    )
+    results = []
+    for edge, group, backlog, c0, window_cpu, v0 in zip(
+        edges, groups, backlogs, cpu0, cpu, vad0, strict=True
+    ):
+        # All the work of the window is done once every backlog came back: CPU seconds per second
+        # of audio streamed, whether or not the edge had its core to itself (a shared machine).
+        cpu_all = cpu_seconds(edge.proc.pid) - c0
         vad1 = await edge.vad_stats()
-        await asyncio.gather(*(ws.close() for ws in sockets))
-        calls, chunks_run = vad1["calls"] - vad0["calls"], vad1["chunks"] - vad0["chunks"]
-        used, audio_s = cpu / wall, n_chunks * chunk_ms / 1000
-        return {
+        await asyncio.gather(*(ws.close() for ws in group))
+        calls, chunks_run = vad1["calls"] - v0["calls"], vad1["chunks"] - v0["chunks"]
+        used, audio_s = window_cpu / wall, n_chunks * chunk_ms / 1000
+        results.append({
             "streams": float(n),
             "wall_s": wall,
             "edge_cpu_cores": used,
             "streams_per_core": n / used if used else 0.0,
             "cpu_ms_per_stream_s": cpu_all * 1000 / (n * audio_s),
             "streams_per_core_by_work": n * audio_s / cpu_all if cpu_all else 0.0,
-            "backlog_p50_ms": _pct(backlog, 50) * 1000,
-            "backlog_p99_ms": _pct(backlog, 99) * 1000,
+            "backlog_p50_ms": _pct(list(backlog), 50) * 1000,
+            "backlog_p99_ms": _pct(list(backlog), 99) * 1000,
             "vad_calls": float(calls),
             "vad_chunks": float(chunks_run),
             "mean_batch": chunks_run / calls if calls else 0.0,
             "vad_rate_hz": float(vad1["rate"]),
-        }
-    finally:
-        edge.stop()
+        })  # fmt: skip
+    return results
 
 
 HELD_MS = 500.0

@@ -225,3 +225,41 @@ def bench_edge(
             n_turns=n_turns, report=progress, out=console.print,
         )
     )  # fmt: skip
+
+
+@bench.command("edge-pair")
+@click.argument("a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--streams", "n_streams", default=300, show_default=True, type=int,
+    help="Streams into each edge: the two together should fill the core.",
+)  # fmt: skip
+@click.option(
+    "--seconds", default=10.0, show_default=True, type=float, help="Length of each round's streams."
+)
+@click.option(
+    "--rounds", default=4, show_default=True, type=int, help="Rounds (which edge starts first alternates)."
+)
+@vad_runtime_option
+@profile_option
+def bench_edge_pair(
+    a: Path, b: Path, n_streams: int, seconds: float, rounds: int, vad_runtime: str, profile: str | None
+) -> None:
+    """Two checkouts' edges (source trees, run with this environment's packages) on one core at once:
+    the ratio of their CPU per audio stream-second, measured in the same minutes."""
+    from voicemesh.bench.edge_pair import bench_pair
+
+    if rounds < 1 or n_streams < 1:
+        fail("--rounds and --streams must be at least 1")
+    for checkout in (a, b):
+        if not (checkout / "edge" / "session.py").is_file():
+            fail(f"{checkout} is not a voicemesh source tree (no edge/session.py): give two checkouts")
+    key = "bench-" + secrets.token_hex(8)
+    settings = edge_settings(profile=profile, api_keys=(key,), admin_keys=(key,), vad_runtime=vad_runtime)
+    result = asyncio.run(
+        bench_pair(
+            settings, a.resolve(), b.resolve(), n=n_streams, seconds=seconds, rounds=rounds, report=progress,
+            out=console.print,
+        )
+    )  # fmt: skip
+    console.print(result.summary())
