@@ -3,8 +3,8 @@ takes, made only when something asks for it (``pcm16k``).
 
 A turn is taken whenever server VAD calls its end, and peeked at each pause in its speech; but
 only a response (or input transcription) sends it anywhere. A session with ``create_response``
-off, or a pause at which no answer is started, costs no resample: that was ~8 % of the edge's CPU
-per audio stream at 600 streams (docs/benchmarks.md, "Append hot path").
+off, or a pause at which no answer is started, costs no resample: that was 6 % of the event loop's
+thread in ``perf`` at 600 streams (docs/benchmarks.md, "Append hot path").
 """
 
 from __future__ import annotations
