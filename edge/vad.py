@@ -180,10 +180,7 @@ class VadBatcher:
             self._histories[slots] = rows[:, -HISTORY:]
             self._contexts[slots] = frames[:, -CONTEXT:]
             for (_, source), probability in zip(batch, probs.reshape(-1).tolist(), strict=True):
-                try:  # (inline, not ``_answer``: a call less per chunk)
-                    source.heard(probability)
-                except Exception:  # a failing session costs that session, never the batcher
-                    log.exception("VAD: a session failed to take its answer")
+                _answer(source.heard, probability)
 
     async def aclose(self) -> None:
         await cancel_and_wait(self._task)

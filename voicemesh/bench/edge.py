@@ -392,7 +392,6 @@ async def run_bench(
             f"stream-second at full load (mean VAD batch {s['mean_batch']:.1f}) -> "
             f"{s['streams_per_core_by_work']:.0f} streams per core: the edge's capacity"
         )
-    if 40 in chunk_sizes:
         with_vad = results["streams_40ms"]
         s = results["streams_40ms_no_vad"] = await bench_streams(
             settings, n_streams, seconds, report, 40, server_vad=False
