@@ -90,6 +90,33 @@ def to_registry(deployment: Deployment, source: str) -> Registry:
     return Registry(regions=[record(r) for r in deployment.regions], source=source)
 
 
+def local_workloads(values: Mapping[str, object]) -> dict[str, dict[str, Any]]:
+    """The ``workloads`` variable of the local env: voicemesh.workloads' processes with this machine's
+    paths (the same definitions the Kubernetes modules get, in the container layout)."""
+    from voicemesh import workloads
+
+    def value(name: str, default: object) -> str:
+        return str(values.get(name) or default)
+
+    state = paths.state_dir()
+    layout = workloads.local_layout(
+        home=str(paths.home()),
+        voicemesh=value("voicemesh_bin", voicemesh_executable()),
+        files={
+            "region-keys": value("region_keys_path", region_keys_path()),
+            "registry": value("registry_path", registry_path()),
+            "api-keys": value("api_key_path", state / "api-key"),
+            "admin-keys": value("admin_key_path", state / "admin-key"),
+        },
+    )
+    settings = workloads.Settings(
+        profile=value("profile", "cpu"),
+        max_concurrent=int(value("max_concurrent", 4)),
+        max_queue=int(value("max_queue", 4)),
+    )
+    return workloads.workloads(layout, settings)
+
+
 async def infra_up(
     env: str, variables: dict[str, object], registry: Path | None = None, report: Report = progress
 ) -> tuple[Deployment, Path]:
@@ -100,14 +127,16 @@ async def infra_up(
         report(f"region key set created at {keys} (mode 0600)")
     if ensure_metrics_credential(keys):
         report(f"metrics credential created: the scraper's secret is {metrics_token_path(keys)} (mode 0600)")
-    deployment = await environment(env, report).up(
-        {
-            "voicemesh_bin": voicemesh_executable(),
-            "region_keys_path": str(keys),
-            "registry_path": str(target),  # the edges read it (the apply writes it before they start)
-            **variables,
-        }
-    )
+    environ = environment(env, report)
+    given: dict[str, object] = {
+        "voicemesh_bin": voicemesh_executable(),
+        "region_keys_path": str(keys),
+        "registry_path": str(target),  # the edges read it (the apply writes it before they start)
+        **variables,
+    }
+    if env == "local":
+        given["workloads"] = local_workloads(environ.planned_variables(given))
+    deployment = await environ.up(given)
     target.parent.mkdir(parents=True, exist_ok=True)
     dump_registry(to_registry(deployment, f"terraform:{env}"), target)
     report(f"registry with {len(deployment.regions)} region(s) written to {target}")

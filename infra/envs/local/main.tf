@@ -2,17 +2,8 @@
 # pseudo-location and residency tag, and one shared vLLM (or an LLM you already run); with
 # edge_count > 0, that many edges in front of them (consecutive ports, each at its own
 # pseudo-location) sharing one redis-server. Driven by `voicemesh up|down` and
-# `voicemesh infra up|down|status --env local`; the registry is built from `regions`.
-
-terraform {
-  required_version = ">= 1.0"
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 2.1"
-    }
-  }
-}
+# `voicemesh infra up|down|status --env local`; the registry is built from `regions`. Every command
+# line comes from var.workloads (voicemesh.workloads, the same the Kubernetes modules run).
 
 locals {
   # Pseudo-locations stand in for cloud regions; the router's residency and distance logic
@@ -42,28 +33,24 @@ locals {
 }
 
 module "llm" {
-  source        = "../../modules/llm-local"
-  count         = local.own_llm ? 1 : 0
-  voicemesh_bin = var.voicemesh_bin
-  run_dir       = var.run_dir
-  port          = var.llm_port
-  profile       = var.profile
+  source   = "../../modules/llm-local"
+  count    = local.own_llm ? 1 : 0
+  workload = var.workloads.llm
+  run_dir  = var.run_dir
+  port     = var.llm_port
 }
 
 module "region" {
-  source         = "../../modules/region-local"
-  for_each       = local.regions
-  id             = each.key
-  port           = each.value.port
-  location       = each.value.location
-  residency      = each.value.residency
-  voicemesh_bin  = var.voicemesh_bin
-  run_dir        = var.run_dir
-  keys_path      = var.region_keys_path
-  llm_url        = local.llm_url
-  profile        = var.profile
-  max_concurrent = var.max_concurrent
-  max_queue      = var.max_queue
+  source    = "../../modules/region-local"
+  for_each  = local.regions
+  id        = each.key
+  workload  = var.workloads.region
+  port      = each.value.port
+  location  = each.value.location
+  residency = each.value.residency
+  run_dir   = var.run_dir
+  llm_url   = local.llm_url
+  capacity  = var.max_concurrent
 }
 
 # The registry the edges read, written as soon as the regions serve (the edges start in this same
@@ -84,24 +71,21 @@ resource "null_resource" "registry" {
 }
 
 module "redis" {
-  source  = "../../modules/redis-local"
-  count   = var.edge_count > 0 ? 1 : 0
-  run_dir = var.run_dir
-  port    = var.redis_port
+  source   = "../../modules/redis-local"
+  count    = var.edge_count > 0 ? 1 : 0
+  workload = var.workloads.redis
+  run_dir  = var.run_dir
+  port     = var.redis_port
 }
 
 module "edge" {
-  source           = "../../modules/edge-local"
-  for_each         = local.edges
-  id               = each.key
-  port             = each.value.port
-  location         = each.value.location
-  voicemesh_bin    = var.voicemesh_bin
-  run_dir          = var.run_dir
-  registry_path    = var.registry_path
-  region_keys_path = var.region_keys_path
-  api_key_path     = var.api_key_path
-  admin_key_path   = var.admin_key_path
-  redis_url        = module.redis[0].url
-  depends_on       = [null_resource.registry]
+  source     = "../../modules/edge-local"
+  for_each   = local.edges
+  id         = each.key
+  workload   = var.workloads.edge
+  port       = each.value.port
+  location   = each.value.location
+  run_dir    = var.run_dir
+  redis_url  = module.redis[0].url
+  depends_on = [null_resource.registry]
 }

@@ -1,6 +1,16 @@
+variable "workloads" {
+  description = "Every process's command line, environment and mounts (voicemesh.workloads, local layout): region, edge, llm, redis."
+  type = map(object({
+    argv   = list(string)
+    env    = map(string)
+    mounts = map(object({ path = string, mount_path = string }))
+  }))
+}
+
 variable "voicemesh_bin" {
-  description = "Absolute path of the `voicemesh` executable (the installed virtual environment's)."
+  description = "Absolute path of the `voicemesh` executable (voicemesh puts it in `workloads`; recorded so a bare `infra up` repeats it)."
   type        = string
+  default     = ""
 }
 
 variable "run_dir" {
@@ -9,8 +19,9 @@ variable "run_dir" {
 }
 
 variable "region_keys_path" {
-  description = "The region key set (JSON, 0600) made by voicemesh before apply: regions check edge tokens against it. Only the path is in the state."
+  description = "The region key set (JSON, 0600) made by voicemesh before apply: regions check edge tokens against it. Only the path is in the state (in `workloads`)."
   type        = string
+  default     = ""
 }
 
 variable "region_count" {
@@ -42,19 +53,21 @@ variable "llm_port" {
 }
 
 variable "profile" {
-  description = "Model profile: cpu or gpu."
+  description = "Model profile: cpu or gpu (voicemesh puts it in `workloads`)."
   type        = string
   default     = "cpu"
 }
 
 variable "max_concurrent" {
-  type    = number
-  default = 4
+  description = "Turns a region serves at once (in `workloads`; also the capacity in the registry)."
+  type        = number
+  default     = 4
 }
 
 variable "max_queue" {
-  type    = number
-  default = 4
+  description = "Turns that may wait for a slot (in `workloads`)."
+  type        = number
+  default     = 4
 }
 
 variable "edge_count" {

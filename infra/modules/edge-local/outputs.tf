@@ -10,3 +10,12 @@ output "edge" {
 output "process" {
   value = module.process.process
 }
+
+output "argv" {
+  description = "The command line this process runs (placeholders filled)."
+  value       = local.argv
+}
+
+output "env" {
+  value = local.env
+}

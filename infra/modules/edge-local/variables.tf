@@ -3,9 +3,9 @@ variable "id" {
   type        = string
 }
 
-variable "voicemesh_bin" {
-  description = "The `voicemesh` executable to run."
-  type        = string
+variable "workload" {
+  description = "The edge's process from voicemesh.workloads: argv and env with placeholders ({port}, {location}, {redis_url})."
+  type        = object({ argv = list(string), env = map(string) })
 }
 
 variable "run_dir" {
@@ -13,8 +13,9 @@ variable "run_dir" {
 }
 
 variable "host" {
-  type    = string
-  default = "127.0.0.1"
+  description = "The address the workload binds (for the URL it is reached at)."
+  type        = string
+  default     = "127.0.0.1"
 }
 
 variable "port" {
@@ -24,26 +25,6 @@ variable "port" {
 variable "location" {
   description = "Pseudo-location: the router's distance prior ranks the nearest regions first."
   type        = object({ lat = number, lon = number })
-}
-
-variable "registry_path" {
-  description = "Region registry file the edge reads and watches."
-  type        = string
-}
-
-variable "region_keys_path" {
-  description = "Region key set (0600): the edge signs region tokens with it."
-  type        = string
-}
-
-variable "api_key_path" {
-  description = "File (0600) holding the API keys clients use (comma-separated)."
-  type        = string
-}
-
-variable "admin_key_path" {
-  description = "File (0600) holding the admin keys (/status, the ops page)."
-  type        = string
 }
 
 variable "redis_url" {

@@ -1,14 +1,18 @@
-# One vLLM on this machine, shared by every local region (`voicemesh llm serve`).
-# In the cloud each region pod runs its own vLLM beside it instead (see region-k8s).
+# One vLLM on this machine, shared by every local region (`voicemesh llm serve`, voicemesh.workloads'
+# command line). In the cloud each region pod runs the same command in a container beside it.
 
 locals {
-  url = "http://${var.host}:${var.port}/v1"
+  url    = "http://${var.host}:${var.port}/v1"
+  values = { "{port}" = tostring(var.port) }
+  argv   = [for arg in var.workload.argv : lookup(local.values, arg, arg)]
+  env    = { for k, v in var.workload.env : k => lookup(local.values, v, v) }
 }
 
 module "process" {
   source          = "../local-process"
   name            = "llm"
-  command         = [var.voicemesh_bin, "llm", "serve", "--host", var.host, "--port", tostring(var.port), "--profile", var.profile]
+  command         = local.argv
+  env             = local.env
   run_dir         = var.run_dir
   health_url      = "http://${var.host}:${var.port}/health"
   match           = "llm serve"

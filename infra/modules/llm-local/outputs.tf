@@ -12,3 +12,12 @@ output "pid_file" {
 output "process" {
   value = module.process.process
 }
+
+output "argv" {
+  description = "The command line this process runs (placeholders filled)."
+  value       = local.argv
+}
+
+output "env" {
+  value = local.env
+}

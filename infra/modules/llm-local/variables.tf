@@ -1,6 +1,6 @@
-variable "voicemesh_bin" {
-  description = "The `voicemesh` executable to run."
-  type        = string
+variable "workload" {
+  description = "The LLM's process from voicemesh.workloads: argv and env with the placeholder {port}."
+  type        = object({ argv = list(string), env = map(string) })
 }
 
 variable "run_dir" {
@@ -8,18 +8,14 @@ variable "run_dir" {
 }
 
 variable "host" {
-  type    = string
-  default = "127.0.0.1"
+  description = "The address the workload binds (loopback)."
+  type        = string
+  default     = "127.0.0.1"
 }
 
 variable "port" {
   type    = number
   default = 8100
-}
-
-variable "profile" {
-  type    = string
-  default = "cpu"
 }
 
 variable "ready_timeout_s" {

@@ -1,18 +1,12 @@
 # One background process on this machine, owned by Terraform: created = started and healthy,
 # destroyed = its whole process group stopped. region-local and llm-local are thin wrappers.
 
-terraform {
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 2.1"
-    }
-  }
-}
-
 locals {
+  # The process's own environment rides on its command line (`env K=V ... CMD` execs CMD with
+  # them added), so the trigger records it and a change of it restarts the process.
+  command = length(var.env) == 0 ? var.command : concat(["env"], [for k in sort(keys(var.env)) : "${k}=${var.env[k]}"], var.command)
   # Each argument single-quoted for the shell (a ' inside becomes '\'').
-  quoted_command = join(" ", [for arg in var.command : format("'%s'", replace(arg, "'", "'\\''"))])
+  quoted_command = join(" ", [for arg in local.command : format("'%s'", replace(arg, "'", "'\\''"))])
   quoted_ready   = join(" ", [for arg in var.ready_command : format("'%s'", replace(arg, "'", "'\\''"))])
   pid_file       = "${var.run_dir}/${var.name}.pid"
   log_file       = "${var.run_dir}/${var.name}.log"

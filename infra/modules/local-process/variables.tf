@@ -40,3 +40,9 @@ variable "stop_grace_s" {
   type        = number
   default     = 15
 }
+
+variable "env" {
+  description = "Environment variables the process gets on top of what Terraform passes on (never a secret: only paths)."
+  type        = map(string)
+  default     = {}
+}

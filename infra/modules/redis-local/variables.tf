@@ -1,12 +1,11 @@
+variable "workload" {
+  description = "redis-server's process from voicemesh.workloads: argv with the placeholder {port}."
+  type        = object({ argv = list(string), env = map(string) })
+}
+
 variable "run_dir" {
   description = "Directory for pid, log and ready files."
   type        = string
-}
-
-variable "redis_bin" {
-  description = "The redis-server executable (`make setup` installs it with apt)."
-  type        = string
-  default     = "redis-server"
 }
 
 variable "host" {

@@ -1,10 +1,13 @@
-# A region on Kubernetes: the cloud twin of modules/region-local.
-#   region-local process            -> Deployment "region-<id>" (container "region")
-#   shared local vLLM (llm-local)   -> a vLLM container in the same pod (loopback, one GPU each)
-#   ~/.cache/voicemesh/models       -> node-local hostPath filled once by the model-cache DaemonSet
+# A region on Kubernetes, as plain objects (no provider: `objects` is applied by envs/cloud-workloads
+# and rendered offline by envs/k8s-render). The cloud twin of modules/region-local:
+#   region-local process            -> Deployment "region-<id>", container "region": the same
+#                                      command line (var.workloads.region, voicemesh.workloads)
+#   shared local vLLM (llm-local)   -> container "llm" in the same pod: the same `voicemesh llm serve`
+#   ~/.cache/voicemesh/models       -> $VOICEMESH_HOME/models, a node-local hostPath filled once by the
+#                                      model-cache DaemonSet from var.model_source (a bucket mirror)
 #   start.sh waiting for /health    -> startup/readiness probes on /health (200 only when warm)
 #   stop.sh (SIGTERM, grace)        -> terminationGracePeriodSeconds + preStop drain
-#   --keys <state>/region-keys.json -> the Secret var.region_keys_secret, mounted read-only
+#   --keys <state>/region-keys.json -> the Secret var.secrets.region_keys, mounted read-only
 #   loopback only                   -> a NetworkPolicy: edge pods (and the metrics scraper) only
 # Probes call /health without a token: it answers ready/not-ready (200/503) and nothing else.
 # The scraper cannot mint region tokens: it presents the metrics credential, a long-lived bearer
@@ -33,353 +36,204 @@ locals {
     "app.kubernetes.io/instance" = local.name
     "voicemesh.io/region"        = var.region_id
   }
-  tls        = var.tls_secret != ""
-  scheme     = local.tls ? "HTTPS" : "HTTP"
-  url_scheme = local.tls ? "https" : "http"
-  region_args = concat(
-    ["--keys", "/etc/voicemesh/region-keys/region-keys.json"],
-    local.tls ? ["--tls-cert", "/etc/voicemesh/tls/tls.crt", "--tls-key", "/etc/voicemesh/tls/tls.key"] : [],
-  )
+  cache_labels = { "voicemesh.io/model-cache" = local.name }
+  port         = 9001
+  llm_port     = 8000
+  tls          = contains(keys(var.workloads.region.mounts), "tls")
+  scheme       = local.tls ? "HTTPS" : "HTTP"
+  url_scheme   = lower(local.scheme)
   # The name the region's certificate carries, when a scraper checks it on a pod address.
   service_host = "${local.name}.${var.namespace}.svc.cluster.local"
   scrape_annotations = {
     "prometheus.io/scrape" = "true"
-    "prometheus.io/port"   = "9001"
+    "prometheus.io/port"   = tostring(local.port)
     "prometheus.io/path"   = "/metrics"
   }
-  gpu_toleration = {
-    key      = var.gpu_taint_key
-    operator = "Exists"
-    effect   = "NoSchedule"
-  }
+  gpu_tolerations = [{ key = var.gpu_taint_key, operator = "Exists", effect = "NoSchedule" }]
+  metadata        = { name = local.name, namespace = var.namespace, labels = local.labels }
 }
 
-resource "kubernetes_daemon_set_v1" "model_cache" {
-  metadata {
-    name      = "${local.name}-model-cache"
-    namespace = var.namespace
-    labels    = local.labels
-  }
-  spec {
-    selector {
-      match_labels = { "voicemesh.io/model-cache" = var.region_id }
-    }
-    template {
-      metadata {
-        labels = { "voicemesh.io/model-cache" = var.region_id }
+module "pod" {
+  source = "../k8s-common"
+  image  = var.image
+  containers = {
+    # vLLM beside the region, on loopback: the region's {llm_url} points at it.
+    llm    = { process = var.workloads.llm, values = { "{port}" = tostring(local.llm_port) }, writes_models = false }
+    region = {
+      process = var.workloads.region
+      values = {
+        "{id}"      = var.region_id
+        "{port}"    = tostring(local.port)
+        "{llm_url}" = "http://127.0.0.1:${local.llm_port}/v1"
       }
-      spec {
-        node_selector = var.gpu_node_selector
-        toleration {
-          key      = local.gpu_toleration.key
-          operator = local.gpu_toleration.operator
-          effect   = local.gpu_toleration.effect
-        }
-        # Fill the node's cache once (idempotent, verified by checksum), then idle: region pods
-        # scheduled on this node start without downloading anything.
-        init_container {
-          name    = "fetch"
-          image   = var.image
-          command = ["voicemesh", "models", "fetch", "--no-runtime"]
-          env {
-            name  = "VOICEMESH_HOME"
-            value = "/cache"
-          }
-          env {
-            name  = "VOICEMESH_PROFILE"
-            value = "gpu"
-          }
-          volume_mount {
-            name       = "models"
-            mount_path = "/cache/models"
-          }
-        }
-        container {
-          name    = "idle"
-          image   = var.image
-          command = ["sleep", "infinity"]
-          resources {
-            requests = { cpu = "10m", memory = "16Mi" }
-          }
-        }
-        volume {
-          name = "models"
-          host_path {
-            path = var.model_cache_path
-            type = "DirectoryOrCreate"
-          }
-        }
-      }
+      writes_models = false
     }
   }
+  secrets          = var.secrets
+  model_cache_path = var.model_cache_path
 }
 
-resource "kubernetes_deployment_v1" "region" {
-  metadata {
-    name      = local.name
-    namespace = var.namespace
-    labels    = local.labels
+module "cache" {
+  source = "../k8s-common"
+  image  = var.image
+  containers = {
+    fetch = { process = var.workloads.model_fetch, values = { "{model_source}" = var.model_source }, writes_models = true }
   }
-  spec {
-    replicas = var.min_replicas # KEDA owns the count afterwards
-    selector {
-      match_labels = local.labels
-    }
-    strategy {
-      type = "RollingUpdate"
-      rolling_update {
-        max_unavailable = "0" # a new pod must be warm before an old one goes
-        max_surge       = "1"
-      }
-    }
-    template {
-      metadata {
-        labels = local.labels
-        # With a PodMonitor, no annotations: an annotation job would scrape without the credential.
-        annotations = var.pod_monitor ? {} : local.scrape_annotations
-      }
-      spec {
-        node_selector                    = var.gpu_node_selector
-        termination_grace_period_seconds = 90 # in-flight turns finish; the router moves new ones
-        toleration {
-          key      = local.gpu_toleration.key
-          operator = local.gpu_toleration.operator
-          effect   = local.gpu_toleration.effect
-        }
+  secrets          = var.secrets
+  model_cache_path = var.model_cache_path
+  model_cache_type = "DirectoryOrCreate"
+}
 
-        container {
-          name  = "vllm"
-          image = var.vllm_image
-          args = [
-            "--model", var.llm_model,
-            "--served-model-name", var.llm_served_name,
-            "--host", "127.0.0.1", "--port", "8000",
-            "--max-model-len", "8192",
-            # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).
-            "--gpu-memory-utilization", "0.80",
+locals {
+  # Fill the node's cache once (idempotent, sha256-checked against the mirror's manifest), then
+  # idle: region pods scheduled on this node start without downloading anything.
+  model_cache = {
+    apiVersion = "apps/v1"
+    kind       = "DaemonSet"
+    metadata   = { name = "${local.name}-model-cache", namespace = var.namespace, labels = local.labels }
+    spec = {
+      selector = { matchLabels = local.cache_labels }
+      template = {
+        metadata = { labels = local.cache_labels }
+        spec = {
+          nodeSelector    = var.gpu_node_selector
+          tolerations     = local.gpu_tolerations
+          securityContext = module.cache.pod_security
+          initContainers = [
+            {
+              # hostPath directories are created root-owned: hand this one to the image's user.
+              name            = "own"
+              image           = var.image
+              command         = ["chown", "10001:10001", module.cache.containers.fetch.volumeMounts[0].mountPath]
+              securityContext = { runAsUser = 0, runAsNonRoot = false, allowPrivilegeEscalation = false, capabilities = { drop = ["ALL"], add = ["CHOWN"] } }
+              volumeMounts    = module.cache.containers.fetch.volumeMounts
+            },
+            module.cache.containers.fetch,
           ]
-          env {
-            name  = "HF_HUB_OFFLINE"
-            value = "1"
-          }
-          resources {
-            limits = { "nvidia.com/gpu" = "1" }
-          }
-          volume_mount {
-            name       = "models"
-            mount_path = "/models"
-            read_only  = true
-          }
-          startup_probe {
-            http_get {
-              path = "/health"
-              port = 8000
-            }
-            period_seconds    = 5
-            failure_threshold = 120 # loading weights from the node cache: up to 10 min
-          }
-        }
-
-        container {
-          name  = "region"
-          image = var.image
-          command = concat([
-            "voicemesh", "region", "serve",
-            "--id", var.region_id,
-            "--host", "0.0.0.0", "--port", "9001",
-            "--llm-url", "http://127.0.0.1:8000/v1",
-            "--profile", "gpu",
-            "--max-concurrent", tostring(var.max_concurrent),
-            "--max-queue", tostring(var.max_queue),
-          ], local.region_args)
-          port {
-            name           = "http"
-            container_port = 9001
-          }
-          env {
-            name  = "VOICEMESH_HOME"
-            value = "/cache"
-          }
-          resources {
-            requests = { cpu = "2", memory = "6Gi" }
-            limits   = { "nvidia.com/gpu" = "1", memory = "8Gi" }
-          }
-          volume_mount {
-            name       = "models"
-            mount_path = "/cache/models"
-            read_only  = true
-          }
-          volume_mount {
-            name       = "region-keys"
-            mount_path = "/etc/voicemesh/region-keys"
-            read_only  = true
-          }
-          dynamic "volume_mount" {
-            for_each = local.tls ? [1] : []
-            content {
-              name       = "tls"
-              mount_path = "/etc/voicemesh/tls"
-              read_only  = true
-            }
-          }
-          # /health answers 200 only once STT, LLM and TTS are warm: no turn reaches a cold pod.
-          startup_probe {
-            http_get {
-              path   = "/health"
-              port   = "http"
-              scheme = local.scheme
-            }
-            period_seconds    = 5
-            failure_threshold = 120
-          }
-          readiness_probe {
-            http_get {
-              path   = "/health"
-              port   = "http"
-              scheme = local.scheme
-            }
-            period_seconds    = 2
-            failure_threshold = 2
-          }
-          # Liveness on the socket, not /health: a saturated region must not be restarted.
-          liveness_probe {
-            tcp_socket {
-              port = "http"
-            }
-            period_seconds    = 10
-            failure_threshold = 6
-          }
-          lifecycle {
-            pre_stop {
-              exec {
-                # Leave the Service first, then let SIGTERM drain the turns in flight.
-                command = ["sleep", "10"]
-              }
-            }
-          }
-        }
-
-        volume {
-          name = "models"
-          host_path {
-            path = var.model_cache_path
-            type = "Directory"
-          }
-        }
-        volume {
-          name = "region-keys"
-          secret {
-            secret_name  = var.region_keys_secret
-            default_mode = "0400"
-          }
-        }
-        dynamic "volume" {
-          for_each = local.tls ? [1] : []
-          content {
-            name = "tls"
-            secret {
-              secret_name  = var.tls_secret
-              default_mode = "0400"
-            }
-          }
+          containers = [{
+            name      = "idle"
+            image     = var.image
+            command   = ["sleep", "infinity"]
+            resources = { requests = { cpu = "10m", memory = "16Mi" } }
+          }]
+          volumes = module.cache.volumes
         }
       }
     }
   }
-  lifecycle {
-    ignore_changes = [spec[0].replicas] # set by KEDA
-  }
-  depends_on = [kubernetes_daemon_set_v1.model_cache]
-}
 
-resource "kubernetes_service_v1" "region" {
-  metadata {
-    name        = local.name
-    namespace   = var.namespace
-    labels      = local.labels
-    annotations = var.service_annotations
-  }
-  spec {
-    selector = local.labels
-    type     = length(var.service_annotations) > 0 ? "LoadBalancer" : "ClusterIP"
-    port {
-      name        = "http"
-      port        = 9001
-      target_port = "http"
+  llm_container = merge(module.pod.containers.llm, {
+    # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).
+    resources = { limits = { "nvidia.com/gpu" = "1" } }
+    startupProbe = {
+      httpGet          = { path = "/health", port = local.llm_port }
+      periodSeconds    = 5
+      failureThreshold = 120 # loading weights from the node cache: up to 10 min
     }
-  }
-}
+  })
 
-# Only edges (this cluster's pods, or other clusters' ranges through the internal load balancer) and
-# the metrics scraper reach a region pod; the kubelet's probes come from the node and are not
-# subject to the policy. Tokens are still checked: the policy is the second wall, not the first.
-resource "kubernetes_network_policy_v1" "region" {
-  metadata {
-    name      = local.name
-    namespace = var.namespace
-  }
-  spec {
-    pod_selector {
-      match_labels = local.labels
+  region_container = merge(module.pod.containers.region, {
+    ports = [{ name = "http", containerPort = local.port }]
+    resources = {
+      requests = { cpu = "2", memory = "6Gi" }
+      limits   = { "nvidia.com/gpu" = "1", memory = "8Gi" }
     }
-    policy_types = ["Ingress"]
-    ingress {
-      from {
-        namespace_selector {}
-        pod_selector {
-          match_labels = var.edge_pod_labels
+    # /health answers 200 only once STT, LLM and TTS are warm: no turn reaches a cold pod.
+    startupProbe   = { httpGet = { path = "/health", port = "http", scheme = local.scheme }, periodSeconds = 5, failureThreshold = 120 }
+    readinessProbe = { httpGet = { path = "/health", port = "http", scheme = local.scheme }, periodSeconds = 2, failureThreshold = 2 }
+    # Liveness on the socket, not /health: a saturated region must not be restarted.
+    livenessProbe = { tcpSocket = { port = "http" }, periodSeconds = 10, failureThreshold = 6 }
+    # Leave the Service first, then let SIGTERM drain the turns in flight.
+    lifecycle = { preStop = { exec = { command = ["sleep", "10"] } } }
+  })
+
+  deployment = {
+    apiVersion = "apps/v1"
+    kind       = "Deployment"
+    metadata   = local.metadata
+    spec = {
+      replicas = var.min_replicas # KEDA owns the count afterwards (the apply ignores it: cloud-workloads)
+      selector = { matchLabels = local.labels }
+      strategy = {
+        type          = "RollingUpdate"
+        rollingUpdate = { maxUnavailable = 0, maxSurge = 1 } # a new pod must be warm before an old one goes
+      }
+      template = {
+        metadata = {
+          labels = local.labels
+          # With a PodMonitor, no annotations: an annotation job would scrape without the credential.
+          annotations = { for k, v in local.scrape_annotations : k => v if !var.pod_monitor }
+        }
+        spec = {
+          nodeSelector                  = var.gpu_node_selector
+          tolerations                   = local.gpu_tolerations
+          terminationGracePeriodSeconds = 90 # in-flight turns finish; the router moves new ones
+          securityContext               = module.pod.pod_security
+          containers                    = [local.llm_container, local.region_container]
+          volumes                       = module.pod.volumes
         }
       }
-      dynamic "from" {
-        for_each = var.edge_cidrs
-        content {
-          ip_block {
-            cidr = from.value
-          }
-        }
-      }
-      ports {
-        port     = "9001"
-        protocol = "TCP"
-      }
-    }
-    ingress {
-      from {
-        namespace_selector {
-          match_labels = var.metrics_namespace_labels
-        }
-      }
-      ports {
-        port     = "9001"
-        protocol = "TCP"
-      }
     }
   }
-}
 
-resource "kubernetes_pod_disruption_budget_v1" "region" {
-  metadata {
-    name      = local.name
-    namespace = var.namespace
+  service = {
+    apiVersion = "v1"
+    kind       = "Service"
+    metadata   = merge(local.metadata, { annotations = var.service_annotations })
+    spec = merge(
+      {
+        selector = local.labels
+        type     = var.internal_ip == "" ? "ClusterIP" : "LoadBalancer"
+        ports    = [{ name = "http", port = local.port, targetPort = "http", protocol = "TCP" }]
+      },
+      # An internal address reserved by envs/cloud-platform: edges in other clusters reach it there.
+      { for k, v in { loadBalancerIP = var.internal_ip } : k => v if var.internal_ip != "" },
+    )
   }
-  spec {
-    max_unavailable = "1" # node upgrades drain one pod at a time; the router fails turns over
-    selector {
-      match_labels = local.labels
+
+  # Only edges (this cluster's pods, or other clusters' ranges through the internal load balancer)
+  # and the metrics scraper reach a region pod; the kubelet's probes come from the node and are not
+  # subject to the policy. Tokens are still checked: the policy is the second wall, not the first.
+  network_policy = {
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = local.metadata
+    spec = {
+      podSelector = { matchLabels = local.labels }
+      policyTypes = ["Ingress"]
+      ingress = [
+        {
+          from = concat(
+            [{ namespaceSelector = {}, podSelector = { matchLabels = var.edge_pod_labels } }],
+            [for cidr in var.edge_cidrs : { ipBlock = { cidr = cidr } }],
+          )
+          ports = [{ port = local.port, protocol = "TCP" }]
+        },
+        {
+          from  = [{ namespaceSelector = { matchLabels = var.metrics_namespace_labels } }]
+          ports = [{ port = local.port, protocol = "TCP" }]
+        },
+      ]
     }
   }
-}
 
-resource "kubernetes_manifest" "scaler" {
-  manifest = {
+  disruption_budget = {
+    apiVersion = "policy/v1"
+    kind       = "PodDisruptionBudget"
+    metadata   = local.metadata
+    spec = {
+      maxUnavailable = 1 # node upgrades drain one pod at a time; the router fails turns over
+      selector       = { matchLabels = local.labels }
+    }
+  }
+
+  # Scaling follows the region's own queue (KEDA on Prometheus), never CPU.
+  scaled_object = {
     apiVersion = "keda.sh/v1alpha1"
     kind       = "ScaledObject"
-    metadata = {
-      name      = local.name
-      namespace = var.namespace
-    }
+    metadata   = local.metadata
     spec = {
-      scaleTargetRef  = { name = kubernetes_deployment_v1.region.metadata[0].name }
+      scaleTargetRef  = { name = local.name }
       minReplicaCount = var.min_replicas
       maxReplicaCount = var.max_replicas
       cooldownPeriod  = 300 # GPU pods are slow to warm: keep them a while
@@ -395,36 +249,26 @@ resource "kubernetes_manifest" "scaler" {
       }]
     }
   }
-}
 
-# prometheus-operator's scrape of the region pods, with the metrics credential from a Secret in this
-# namespace (never a region token: it reads GET /metrics and nothing else). With TLS, the region's
-# certificate is checked against ca.crt of var.tls_secret, for the Service's name.
-resource "kubernetes_manifest" "pod_monitor" {
-  count = var.pod_monitor ? 1 : 0
-  manifest = {
+  # prometheus-operator's scrape of the region pods, with the metrics credential from a Secret in
+  # this namespace (never a region token: it reads GET /metrics and nothing else). With TLS, the
+  # region's certificate is checked against ca.crt of the TLS Secret, for the Service's name.
+  pod_monitor = {
     apiVersion = "monitoring.coreos.com/v1"
     kind       = "PodMonitor"
-    metadata = {
-      name      = local.name
-      namespace = var.namespace
-      labels    = local.labels
-    }
+    metadata   = local.metadata
     spec = {
       selector = { matchLabels = local.labels }
       podMetricsEndpoints = [merge(
         {
-          port   = "http"
-          path   = "/metrics"
-          scheme = local.url_scheme
-          authorization = {
-            type        = "Bearer"
-            credentials = { name = var.metrics_token_secret, key = "token" }
-          }
+          port          = "http"
+          path          = "/metrics"
+          scheme        = local.url_scheme
+          authorization = { type = "Bearer", credentials = { name = var.metrics_token_secret, key = "token" } }
         },
         { for k, v in {
           tlsConfig = {
-            ca         = { secret = { name = var.tls_secret, key = "ca.crt" } }
+            ca         = { secret = { name = var.secrets.region_tls, key = "ca.crt" } }
             serverName = local.service_host
           }
         } : k => v if local.tls },

@@ -1,17 +1,19 @@
+output "objects" {
+  description = "Every object of this region, in apply order (the CRD-based ones last: their CRDs come from envs/cloud-platform)."
+  value = concat(
+    [local.model_cache, local.deployment, local.service, local.network_policy, local.disruption_budget, local.scaled_object],
+    slice([local.pod_monitor], 0, var.pod_monitor ? 1 : 0),
+  )
+}
+
 output "region" {
   description = "The region's registry record (same shape as region-local's)."
   value = {
     id = var.region_id
-    # Behind an (internal) load balancer, edges in other clusters reach it by its address.
-    url = (length(var.service_annotations) > 0
-      ? "${local.url_scheme}://${kubernetes_service_v1.region.status[0].load_balancer[0].ingress[0].ip}:9001"
-    : "${local.url_scheme}://${kubernetes_service_v1.region.metadata[0].name}.${var.namespace}.svc.cluster.local:9001")
+    # Behind an internal load balancer (a reserved address), edges in other clusters reach it there.
+    url       = "${local.url_scheme}://${var.internal_ip == "" ? local.service_host : var.internal_ip}:${local.port}"
     location  = var.location
     residency = var.residency
-    capacity  = var.max_concurrent * var.min_replicas
+    capacity  = var.capacity * var.min_replicas
   }
-}
-
-output "service_name" {
-  value = kubernetes_service_v1.region.metadata[0].name
 }

@@ -9,25 +9,33 @@ variable "namespace" {
 }
 
 variable "image" {
-  description = "The voicemesh image (runs `voicemesh region serve`)."
+  description = "The voicemesh image: `voicemesh region serve`, `voicemesh llm serve` (with the gpu profile's vLLM runtime) and `voicemesh models fetch`."
   type        = string
 }
 
-variable "vllm_image" {
-  description = "vLLM's OpenAI-compatible server image."
-  type        = string
-  default     = "vllm/vllm-openai:v0.8.5"
+variable "workloads" {
+  description = "voicemesh.workloads in the container layout (`voicemesh infra render`): region, llm, model_fetch."
+  type = object({
+    region      = object({ argv = list(string), env = map(string), mounts = map(object({ path = string, mount_path = string })) })
+    llm         = object({ argv = list(string), env = map(string), mounts = map(object({ path = string, mount_path = string })) })
+    model_fetch = object({ argv = list(string), env = map(string), mounts = map(object({ path = string, mount_path = string })) })
+  })
 }
 
-variable "llm_model" {
-  description = "Model vLLM serves, as a path under the node's model cache (weights are never pulled at pod start)."
+variable "model_source" {
+  description = "URL (https or file) of the bucket mirror holding the profile's model directories and their sha256 manifest (VOICEMESH_MODEL_SOURCE of the model-fetch init container)."
   type        = string
-  default     = "/models/Qwen3-8B"
 }
 
-variable "llm_served_name" {
-  type    = string
-  default = "qwen3-8b"
+variable "secrets" {
+  description = "Names of the Secrets created out of band (docs/deploy.md): region_keys (region-keys.json), api_keys and admin_keys (keys), region_tls (tls.crt, tls.key, ca.crt; used when the workload serves TLS), region_ca (ca.crt)."
+  type = object({
+    region_keys = string
+    api_keys    = string
+    admin_keys  = string
+    region_tls  = string
+    region_ca   = string
+  })
 }
 
 variable "gpu_node_selector" {
@@ -43,7 +51,7 @@ variable "gpu_taint_key" {
 }
 
 variable "model_cache_path" {
-  description = "Node-local directory that the model-cache DaemonSet fills and pods mount read-only."
+  description = "Node-local directory that the model-cache DaemonSet fills and pods mount read-only at $VOICEMESH_HOME/models."
   type        = string
   default     = "/var/lib/voicemesh/models"
 }
@@ -58,15 +66,10 @@ variable "max_replicas" {
   default = 4
 }
 
-variable "max_concurrent" {
-  description = "Turns one pod serves at once (admission control)."
+variable "capacity" {
+  description = "Turns one pod serves at once (the workload's --max-concurrent): the registry's capacity per replica."
   type        = number
   default     = 8
-}
-
-variable "max_queue" {
-  type    = number
-  default = 16
 }
 
 variable "prometheus_url" {
@@ -89,21 +92,16 @@ variable "residency" {
   default = []
 }
 
-variable "service_annotations" {
-  description = "Annotations of the region's Service, e.g. an internal load balancer reachable from the edges."
-  type        = map(string)
-  default     = {}
-}
-
-variable "region_keys_secret" {
-  description = "Existing Secret holding the region key set under the key region-keys.json (made by `voicemesh infra rotate-key --keys FILE`, uploaded with kubectl): never in Terraform state. Regions re-read it when the kubelet updates the mounted file."
-  type        = string
-}
-
-variable "tls_secret" {
-  description = "Existing kubernetes.io/tls Secret (tls.crt, tls.key): the region serves https/wss with it. Empty: plain HTTP inside the cluster network."
+variable "internal_ip" {
+  description = "Reserved internal address of the region's internal load balancer (envs/cloud-platform); empty: a ClusterIP Service reached by cluster DNS."
   type        = string
   default     = ""
+}
+
+variable "service_annotations" {
+  description = "Annotations of the region's Service, e.g. GKE's internal load balancer with global access."
+  type        = map(string)
+  default     = {}
 }
 
 variable "edge_pod_labels" {
@@ -125,7 +123,7 @@ variable "metrics_namespace_labels" {
 }
 
 variable "metrics_token_secret" {
-  description = "Existing Secret in var.namespace holding the scraper's metrics credential under the key token (the raw secret from `voicemesh infra rotate-key --metrics --keys FILE`, written to FILE.metrics-token; regions know only its hash, from the key set). Read by the PodMonitor (pod_monitor = true)."
+  description = "Existing Secret in var.namespace holding the scraper's metrics credential under the key token (`voicemesh infra rotate-key --metrics --keys FILE` writes it to FILE.metrics-token). Read by the PodMonitor."
   type        = string
   default     = "voicemesh-region-metrics"
 }
@@ -133,5 +131,5 @@ variable "metrics_token_secret" {
 variable "pod_monitor" {
   description = "Create a prometheus-operator PodMonitor that scrapes the region pods with the metrics credential (instead of prometheus.io annotations, which a plain Prometheus reads: give it a job of its own with that credential, see main.tf)."
   type        = bool
-  default     = false
+  default     = true
 }

@@ -1,9 +1,3 @@
 terraform {
-  required_version = ">= 1.0"
-  required_providers {
-    kubernetes = {
-      source  = "hashicorp/kubernetes"
-      version = ">= 2.23"
-    }
-  }
+  required_version = "~> 1.0"
 }

@@ -5,10 +5,19 @@ output "region" {
     url       = local.url
     location  = var.location
     residency = var.residency
-    capacity  = var.max_concurrent
+    capacity  = var.capacity
   }
 }
 
 output "process" {
   value = module.process.process
+}
+
+output "argv" {
+  description = "The command line this process runs (placeholders filled)."
+  value       = local.argv
+}
+
+output "env" {
+  value = local.env
 }

@@ -3,9 +3,9 @@ variable "id" {
   type        = string
 }
 
-variable "voicemesh_bin" {
-  description = "The `voicemesh` executable to run (the one the user installed)."
-  type        = string
+variable "workload" {
+  description = "The region's process from voicemesh.workloads: argv and env with placeholders ({id}, {port}, {llm_url})."
+  type        = object({ argv = list(string), env = map(string) })
 }
 
 variable "run_dir" {
@@ -13,14 +13,10 @@ variable "run_dir" {
   type        = string
 }
 
-variable "keys_path" {
-  description = "Region key set file (made by voicemesh, mode 0600): every endpoint but a bare /health needs an edge token signed with one of its keys."
-  type        = string
-}
-
 variable "host" {
-  type    = string
-  default = "127.0.0.1"
+  description = "The address the workload binds (for the health URL and the registry record)."
+  type        = string
+  default     = "127.0.0.1"
 }
 
 variable "port" {
@@ -28,25 +24,12 @@ variable "port" {
 }
 
 variable "llm_url" {
-  description = "OpenAI-compatible LLM to attach to; empty = the region starts its own vLLM."
+  description = "OpenAI-compatible LLM the region attaches to."
   type        = string
-  default     = ""
 }
 
-variable "profile" {
-  description = "Model profile: cpu or gpu."
-  type        = string
-  default     = "cpu"
-}
-
-variable "max_concurrent" {
-  description = "Turns served at once (also the capacity published in the registry)."
-  type        = number
-  default     = 4
-}
-
-variable "max_queue" {
-  description = "Turns that may wait for a slot before the region answers busy."
+variable "capacity" {
+  description = "Turns served at once (the workload's --max-concurrent), published in the registry."
   type        = number
   default     = 4
 }
@@ -63,7 +46,7 @@ variable "residency" {
 }
 
 variable "ready_timeout_s" {
-  description = "Seconds to wait for /health (models load and warm in 10-20 s on CPU; its own vLLM adds ~60 s)."
+  description = "Seconds to wait for /health (models load and warm in 10-20 s on CPU)."
   type        = number
   default     = 180
 }

@@ -1,0 +1,12 @@
+output "objects" {
+  description = "Every object of this edge, in apply order (BackendConfig's CRD is GKE's own)."
+  value = [
+    local.config_map, local.model_cache, local.deployment, local.service, local.backend_config,
+    local.ingress, local.autoscaler, local.disruption_budget,
+  ]
+}
+
+output "registry" {
+  description = "The registry the edge reads (same format as the local registry.json)."
+  value       = local.config_map.data["registry.json"]
+}

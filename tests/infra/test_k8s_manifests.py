@@ -1,0 +1,133 @@
+"""Every Kubernetes object the cloud path creates, rendered by the real Terraform (envs/k8s-render, no
+provider, no credentials) for both profiles, and validated against the API schemas of a pinned
+Kubernetes version and the CRDs' own schemas (infra/manifests.py). No cluster runs here: what a
+cluster would accept is checked by its schemas, nothing more (admission webhooks, quotas and the
+cloud's own checks are not)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.manifests import K8S_VERSION, describe, problems, validate_all
+from infra.render import render_k8s
+from infra.tooling import Toolchain
+from voicemesh import workloads
+
+Objects = dict[str, list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def rendered(terraform: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Objects]:
+    """Profile -> region id -> that cluster's objects."""
+    out = {}
+    for profile in ("cpu", "gpu"):
+        tfvars = workloads.k8s_tfvars(workloads.Settings(profile=profile, max_concurrent=8, max_queue=16))
+        out[profile] = render_k8s(terraform, tfvars, tmp_path_factory.mktemp(f"render-{profile}"))
+    return out
+
+
+def _all(objects: Objects) -> list[dict[str, Any]]:
+    return [obj for items in objects.values() for obj in items]
+
+
+def _find(objects: Objects, kind: str, name: str, region: str = "eu-west") -> dict[str, Any]:
+    return next(o for o in objects[region] if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+@pytest.mark.parametrize("profile", ["cpu", "gpu"])
+def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Objects], profile: str) -> None:
+    objects = _all(rendered[profile])
+    kinds = {o["kind"] for o in objects}
+    # Everything the cloud creates, CRD-based objects included.
+    assert kinds >= {
+        "Namespace", "ConfigMap", "DaemonSet", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
+        "HorizontalPodAutoscaler", "Ingress", "ScaledObject", "PodMonitor", "BackendConfig",
+    }  # fmt: skip
+    assert validate_all(objects) == [], f"rejected by Kubernetes {K8S_VERSION} or a CRD schema"
+
+
+def test_a_broken_object_is_named_with_its_fault(rendered: dict[str, Objects]) -> None:
+    deployment = copy.deepcopy(_find(rendered["gpu"], "Deployment", "region-eu-west"))
+    deployment["spec"]["template"]["spec"]["containers"][1]["ports"][0]["containerPort"] = "9001"
+    scaler = copy.deepcopy(_find(rendered["gpu"], "ScaledObject", "region-eu-west"))
+    scaler["spec"]["maxReplicas"] = 4  # KEDA calls it maxReplicaCount
+    monitor = copy.deepcopy(_find(rendered["gpu"], "PodMonitor", "region-eu-west"))
+    del monitor["spec"]["selector"]
+    backend = copy.deepcopy(_find(rendered["gpu"], "BackendConfig", "edge"))
+    backend["spec"]["timeoutSec"] = "3600"
+    ingress = copy.deepcopy(_find(rendered["gpu"], "Ingress", "edge"))
+    ingress["spec"]["tlss"] = []
+
+    found = validate_all([deployment, scaler, monitor, backend, ingress])
+    assert any(line.startswith("Deployment voicemesh/region-eu-west: ") and "containerPort" in line for line in found)
+    assert any(line.startswith("ScaledObject voicemesh/region-eu-west: ") and "maxReplicas" in line for line in found)
+    assert any(line.startswith("PodMonitor voicemesh/region-eu-west: ") and "selector" in line for line in found)
+    assert any(line.startswith("BackendConfig voicemesh/edge: ") and "timeoutSec" in line for line in found)
+    assert any(line.startswith("Ingress voicemesh/edge: ") and "tlss" in line for line in found)
+    assert len(found) == 5, found
+
+
+def test_an_unknown_kind_is_refused_not_waved_through() -> None:
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    assert problems(obj) == [f"no schema for example.com/v1 Widget in Kubernetes {K8S_VERSION} nor among the known CRDs"]
+    assert describe(obj) == "Widget w"
+
+
+def test_each_cluster_starts_with_its_namespace_and_names_each_object_once(rendered: dict[str, Objects]) -> None:
+    """The workloads stage applies the Namespace first, then the rest (their CRDs were installed by
+    the platform stage); the apply keys objects by kind and name, so both must be unique."""
+    for region, items in rendered["gpu"].items():
+        assert items[0]["kind"] == "Namespace", region
+        names = [o["metadata"]["name"] for o in items]
+        assert len(names) == len({(o["kind"], n) for o, n in zip(items, names, strict=True)}), "duplicate object"
+
+
+def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]) -> None:
+    """The models every pod reads are on the model volume, filled by the model-fetch init container
+    from the bucket mirror (VOICEMESH_MODEL_SOURCE), never downloaded by the serving containers."""
+    objects = rendered["gpu"]
+    region = _find(objects, "Deployment", "region-eu-west")["spec"]["template"]["spec"]
+    mounts = {c["name"]: {m["name"]: m for m in c["volumeMounts"]} for c in region["containers"]}
+    for name in ("llm", "region"):
+        assert mounts[name]["models"]["mountPath"] == f"{workloads.CONTAINER_HOME}/models"
+        assert mounts[name]["models"]["readOnly"] is True
+        env = {e["name"]: e["value"] for e in next(c for c in region["containers"] if c["name"] == name)["env"]}
+        assert env["VOICEMESH_HOME"] == workloads.CONTAINER_HOME
+    cache = _find(objects, "DaemonSet", "region-eu-west-model-cache")["spec"]["template"]["spec"]
+    fetch = next(c for c in cache["initContainers"] if c["name"] == "fetch")
+    assert fetch["command"] == ["voicemesh", "models", "fetch", "--profile", "gpu", "--no-runtime"]
+    env = {e["name"]: e["value"] for e in fetch["env"]}
+    assert env["VOICEMESH_MODEL_SOURCE"].startswith("https://")
+    assert {v["name"]: v for v in cache["volumes"]}["models"]["hostPath"]["path"] == "/var/lib/voicemesh/models"
+
+
+def test_the_edge_front_door_is_tls_and_each_region_its_own_redis(rendered: dict[str, Objects]) -> None:
+    objects = rendered["gpu"]
+    for region in objects:
+        service = _find(objects, "Service", "edge", region)
+        assert service["spec"]["type"] == "ClusterIP"  # only the Ingress faces the internet
+        ingress = _find(objects, "Ingress", "edge", region)
+        assert ingress["metadata"]["annotations"]["kubernetes.io/ingress.allow-http"] == "false"
+        assert ingress["metadata"]["annotations"]["networking.gke.io/managed-certificates"]
+        assert _find(objects, "BackendConfig", "edge", region)["spec"]["timeoutSec"] >= 600  # WebSockets
+    argv = {
+        region: _find(objects, "Deployment", "edge", region)["spec"]["template"]["spec"]["containers"][0]["command"]
+        for region in objects
+    }
+    redis = {region: a[a.index("--redis-url") + 1] for region, a in argv.items()}
+    assert len(set(redis.values())) == len(redis), f"regions share a Redis: {redis}"
+    for a in argv.values():
+        assert a[a.index("--store-url") + 1] == a[a.index("--redis-url") + 1]
+        assert a[a.index("--location") + 1] != "0,0"
+        assert "--admin-keys-file" in a and "--api-keys-file" in a
+        assert a[a.index("--profile") + 1] == "gpu"
+
+
+def test_render_leaves_the_checkout_untouched(rendered: dict[str, Objects]) -> None:
+    root = Path(__file__).resolve().parents[2] / "infra" / "envs" / "k8s-render"
+    assert not (root / ".terraform").exists()
+    assert not list(root.glob("*.tfstate"))

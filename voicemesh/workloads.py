@@ -1,0 +1,247 @@
+"""Each process of a deployment, defined once: its command line, environment and the files it reads.
+
+The local Terraform environment (``infra/envs/local``) runs exactly these command lines, and the
+Kubernetes modules (``infra/modules/*-k8s``) put the same ones in their containers: both receive
+them as a Terraform variable (``workloads``), so neither builds a command of its own. Where they
+must differ, they differ only through a :class:`Layout` (where files are, which host to bind)
+and through placeholders, whole arguments that Terraform fills per instance:
+
+``{id}`` region id, ``{port}`` listening port, ``{location}`` an edge's ``LAT,LON``, ``{llm_url}``
+the LLM a region uses, ``{redis_url}`` the Redis an edge uses, ``{model_source}`` the bucket mirror
+the model-fetch init container reads.
+
+:func:`differences` compares what each side really renders (the local env's plan, the Kubernetes
+objects) after mapping mount paths and instance values back to names: ``tests/infra/test_no_drift.py``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+PLACEHOLDERS = ("{id}", "{port}", "{location}", "{llm_url}", "{redis_url}", "{model_source}")
+
+INSTANCE_FLAGS = frozenset({"--id", "--host", "--port", "--location", "--llm-url", "--store-url", "--redis-url"})
+"""Flags whose values are per instance or per deployment (compared by presence and position only)."""
+
+DIR_MOUNTS = frozenset({"models", "tls"})
+"""Mounts that are directories; every other mount is one file (in Kubernetes, one key of a Secret or
+ConfigMap volume mounted on the file's directory)."""
+
+CONTAINER_HOME = "/var/lib/voicemesh"
+"""``VOICEMESH_HOME`` in the image (uid 10001, entrypoint ``voicemesh``); the model volume is
+``$VOICEMESH_HOME/models`` in every container that reads models."""
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a deployment's files are, as its processes see them, and what they bind to."""
+
+    target: str
+    """``local`` or ``k8s``."""
+    home: str
+    """``VOICEMESH_HOME``; the model volume is ``home/models``."""
+    voicemesh: str
+    """The ``voicemesh`` executable."""
+    host: str
+    """Address the served processes bind (loopback here, every address in a pod)."""
+    files: Mapping[str, str] = field(default_factory=dict)
+    """Mount name -> the file (or directory) the process reads: region-keys, registry, api-keys,
+    admin-keys, tls, region-ca."""
+    redis_bin: str = "redis-server"
+
+    def mount(self, name: str) -> str:
+        if name == "models":
+            return posixpath.join(self.home, "models")
+        try:
+            return self.files[name]
+        except KeyError:
+            raise ValueError(f"layout {self.target} has no file for the mount {name!r}") from None
+
+
+def local_layout(*, home: str, voicemesh: str, files: Mapping[str, str]) -> Layout:
+    """This machine: the files are the state directory's (0600, made by voicemesh), by path."""
+    missing = {"region-keys", "registry", "api-keys", "admin-keys"} - set(files)
+    if missing:
+        raise ValueError(f"the local layout needs a path for: {', '.join(sorted(missing))}")
+    return Layout(target="local", home=home, voicemesh=voicemesh, host=LOOPBACK, files=dict(files))
+
+
+def k8s_layout() -> Layout:
+    """A pod: Secrets and the registry ConfigMap mounted read-only under /etc/voicemesh."""
+    return Layout(
+        target="k8s",
+        home=CONTAINER_HOME,
+        voicemesh="voicemesh",
+        host="0.0.0.0",  # noqa: S104 - a pod serves on its own address; NetworkPolicy limits who reaches it
+        files={
+            "region-keys": "/etc/voicemesh/region-keys/region-keys.json",
+            "registry": "/etc/voicemesh/registry/registry.json",
+            "api-keys": "/etc/voicemesh/api-keys/keys",
+            "admin-keys": "/etc/voicemesh/admin-keys/keys",
+            "tls": "/etc/voicemesh/tls",
+            "region-ca": "/etc/voicemesh/region-ca/ca.crt",
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Process:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    mounts: Mapping[str, str]
+    """Mount name -> the path the process reads (file or directory)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What Terraform gets: ``mount_path`` is the directory a volume is mounted on."""
+        return {
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "mounts": {
+                name: {"path": path, "mount_path": path if name in DIR_MOUNTS else posixpath.dirname(path)}
+                for name, path in self.mounts.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a deployment chooses; the rest of every command line follows from the profile."""
+
+    profile: str = "cpu"
+    max_concurrent: int = 4
+    max_queue: int = 4
+    drain_s: int = 20
+    region_tls: bool = False
+    region_ca: bool = False
+
+
+def _home_env(layout: Layout) -> dict[str, str]:
+    return {"VOICEMESH_HOME": layout.home}
+
+
+def region(layout: Layout, s: Settings) -> Process:
+    mounts = {"models": layout.mount("models"), "region-keys": layout.mount("region-keys")}
+    argv = [
+        layout.voicemesh, "region", "serve", "--id", "{id}", "--host", layout.host, "--port", "{port}",
+        "--profile", s.profile, "--max-concurrent", str(s.max_concurrent), "--max-queue", str(s.max_queue),
+        "--keys", mounts["region-keys"], "--llm-url", "{llm_url}",
+    ]  # fmt: skip
+    if s.region_tls:
+        mounts["tls"] = layout.mount("tls")
+        argv += ["--tls-cert", f"{mounts['tls']}/tls.crt", "--tls-key", f"{mounts['tls']}/tls.key"]
+    return Process(tuple(argv), _home_env(layout), mounts)
+
+
+def edge(layout: Layout, s: Settings) -> Process:
+    names = ("models", "registry", "region-keys", "api-keys", "admin-keys") + (
+        ("region-ca",) if s.region_ca else ()
+    )
+    mounts = {n: layout.mount(n) for n in names}
+    argv = [
+        layout.voicemesh, "edge", "serve", "--host", layout.host, "--port", "{port}",
+        "--profile", s.profile, "--location", "{location}",
+        "--registry", mounts["registry"], "--region-keys", mounts["region-keys"],
+        "--api-keys-file", mounts["api-keys"], "--admin-keys-file", mounts["admin-keys"],
+        "--store-url", "{redis_url}", "--redis-url", "{redis_url}",
+    ]  # fmt: skip
+    if s.region_ca:
+        argv += ["--region-ca", mounts["region-ca"]]
+    return Process(tuple(argv), {**_home_env(layout), "VOICEMESH_DRAIN_S": str(s.drain_s)}, mounts)
+
+
+def llm(layout: Layout, s: Settings) -> Process:
+    """``voicemesh llm serve``: vLLM with the profile's flags (tool-call parser included) from the
+    runtime ``voicemesh models fetch`` installs, on loopback beside the region that uses it."""
+    argv = (layout.voicemesh, "llm", "serve", "--host", LOOPBACK, "--port", "{port}", "--profile", s.profile)
+    return Process(argv, _home_env(layout), {"models": layout.mount("models")})
+
+
+def model_fetch(layout: Layout, s: Settings) -> Process:
+    """Fills the model volume from a bucket mirror (sha256-checked): never a model hub at pod start."""
+    argv = (layout.voicemesh, "models", "fetch", "--profile", s.profile, "--no-runtime")
+    env = {**_home_env(layout), "VOICEMESH_MODEL_SOURCE": "{model_source}"}
+    return Process(argv, env, {"models": layout.mount("models")})
+
+
+def redis(layout: Layout) -> Process:
+    """The local edges' shared Redis (in memory only). In the cloud: one managed Redis per region."""
+    argv = (layout.redis_bin, "--bind", layout.host, "--port", "{port}", "--save", "", "--appendonly", "no")
+    return Process(argv, {}, {})
+
+
+def workloads(layout: Layout, s: Settings) -> dict[str, dict[str, Any]]:
+    """Every process, as the ``workloads`` Terraform variable of either target."""
+    procs = {"region": region(layout, s), "edge": edge(layout, s), "llm": llm(layout, s)}
+    if layout.target == "local":
+        procs["redis"] = redis(layout)
+    else:
+        procs["model_fetch"] = model_fetch(layout, s)
+        # The edge pool's cache: Piper and Silero are in the cpu set, whatever the regions run.
+        procs["edge_model_fetch"] = model_fetch(layout, replace(s, profile="cpu"))
+    return {name: p.to_json() for name, p in procs.items()}
+
+
+def k8s_tfvars(s: Settings) -> dict[str, Any]:
+    """``workloads.auto.tfvars.json`` of envs/k8s-render and envs/cloud-workloads."""
+    return {"workloads": workloads(k8s_layout(), s), "region_capacity": s.max_concurrent}
+
+
+# -- drift ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One process as a target really runs it (after Terraform filled the placeholders)."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    mounts: Sequence[str]
+    """Names of the mounts it reads."""
+
+
+def normalize(p: Rendered, layout: Layout) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
+    """Mount paths and the home as names, the executable as ``<voicemesh>``, instance values as
+    ``<value>``: what must be equal on both targets."""
+    paths = {layout.mount("models"): "<mount:models>", **{v: f"<mount:{k}>" for k, v in layout.files.items()}}
+    paths[layout.home] = "<home>"
+    ordered = sorted(paths.items(), key=lambda kv: -len(kv[0]))
+
+    def name(value: str) -> str:
+        for path, label in ordered:
+            if value == path or value.startswith(path + "/"):
+                return label + value[len(path) :]
+        return value
+
+    argv = list(p.argv)
+    if argv and argv[0] == layout.voicemesh:
+        argv[0] = "<voicemesh>"
+    out = [
+        "<value>" if i and argv[i - 1] in INSTANCE_FLAGS else name(a) for i, a in enumerate(argv)
+    ]
+    env = {k: name(v) for k, v in p.env.items()}
+    return tuple(out), env, tuple(sorted(p.mounts))
+
+
+def differences(
+    local: Mapping[str, Rendered], k8s: Mapping[str, Rendered], *, local_layout: Layout, k8s_layout: Layout
+) -> list[str]:
+    """What differs between the two targets' processes, one line each (empty: no drift)."""
+    found: list[str] = []
+    for proc in sorted(set(local) | set(k8s)):
+        if proc not in local or proc not in k8s:
+            found.append(f"{proc}: only in {'local' if proc in local else 'k8s'}")
+            continue
+        (la, le, lm), (ka, ke, km) = normalize(local[proc], local_layout), normalize(k8s[proc], k8s_layout)
+        if la != ka:
+            found.append(f"{proc}: argv differs: local {' '.join(la)} | k8s {' '.join(ka)}")
+        for key in sorted(set(le) | set(ke)):
+            if le.get(key) != ke.get(key):
+                found.append(f"{proc}: env {key}: local {le.get(key)!r} | k8s {ke.get(key)!r}")
+        if lm != km:
+            found.append(f"{proc}: mounts differ: local {', '.join(lm)} | k8s {', '.join(km)}")
+    return found
