@@ -158,7 +158,8 @@ class Environment:
             self.source_root / "envs" / self.name,
             env_dir,
             dirs_exist_ok=True,
-            ignore=shutil.ignore_patterns(*_KEEP, "*.tfstate*"),
+            # The committed lock file (provider checksums) comes along; Terraform's own dir does not.
+            ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"),
         )
 
     def deployment(self) -> Deployment:

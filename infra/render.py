@@ -1,4 +1,6 @@
-"""Render the cloud's Kubernetes objects offline: ``terraform apply`` of envs/k8s-render, which has no
+"""Render what an environment would run, offline.
+
+The cloud's Kubernetes objects: ``terraform apply`` of envs/k8s-render, which has no
 provider (the modules only build data), in a scratch copy; its ``objects`` output is every object
 envs/cloud-workloads would apply, by region."""
 
@@ -6,11 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from infra.environment import INFRA_ROOT
+from infra.errors import TerraformFailed
 from infra.terraform import TerraformAdapter
 from infra.tooling import Toolchain
 
@@ -31,3 +35,24 @@ def render_k8s(
     tf.apply({})
     objects = tf.outputs().get("objects") or {}
     return {str(region): list(items) for region, items in objects.items()}
+
+
+def planned_outputs(
+    toolchain: Toolchain, env: str, variables: Mapping[str, object], scratch: Path, source_root: Path = INFRA_ROOT
+) -> dict[str, Any]:
+    """The outputs ``terraform plan`` of ``env`` knows before anything runs (nothing is applied: a
+    plan of the local env starts no process). For comparing what an env would run, offline."""
+    shutil.copytree(source_root / "modules", scratch / "modules")
+    shutil.copytree(source_root / "envs" / env, scratch / "envs" / env)
+    work = scratch / "envs" / env
+    (work / "z-given.auto.tfvars.json").write_text(json.dumps(dict(variables), indent=1))
+    run = {"cwd": work, "env": {"PATH": "/usr/bin:/bin", "HOME": str(scratch), **toolchain.env()}}
+    for args in (["init", "-input=false"], ["plan", "-input=false", "-out=plan.bin", f"-state={scratch}/t.tfstate"]):
+        done = subprocess.run([str(toolchain.terraform), *args, "-no-color"], capture_output=True, text=True, **run)
+        if done.returncode != 0:
+            raise TerraformFailed(f"terraform {args[0]} of {env} failed:\n{done.stderr or done.stdout}")
+    shown = subprocess.run(
+        [str(toolchain.terraform), "show", "-json", "plan.bin"], capture_output=True, text=True, check=True, **run
+    )
+    outputs = json.loads(shown.stdout).get("planned_values", {}).get("outputs", {})
+    return {name: item.get("value") for name, item in outputs.items()}

@@ -245,3 +245,31 @@ def differences(
         if lm != km:
             found.append(f"{proc}: mounts differ: local {', '.join(lm)} | k8s {', '.join(km)}")
     return found
+
+
+def rendered_local(commands: Mapping[str, Any]) -> dict[str, Rendered]:
+    """The local env's ``commands`` output (one instance of each process) as :class:`Rendered`."""
+    return {
+        name: Rendered(argv=list(c["argv"]), env=dict(c["env"]), mounts=list(c["mounts"]))
+        for name, c in commands.items()
+    }
+
+
+K8S_CONTAINERS = {"region": ("Deployment", "region"), "llm": ("Deployment", "llm"), "edge": ("Deployment", "edge")}
+"""Process -> (kind of the object holding it, container name)."""
+
+
+def rendered_k8s(objects: Sequence[Mapping[str, Any]]) -> dict[str, Rendered]:
+    """One cluster's objects -> the containers that run the local env's processes, as :class:`Rendered`."""
+    found: dict[str, Rendered] = {}
+    for obj in objects:
+        spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+        for c in spec.get("containers", []):
+            for proc, (kind, container) in K8S_CONTAINERS.items():
+                if obj.get("kind") == kind and c.get("name") == container:
+                    found[proc] = Rendered(
+                        argv=list(c.get("command", [])),
+                        env={e["name"]: e["value"] for e in c.get("env", [])},
+                        mounts=[m["name"] for m in c.get("volumeMounts", [])],
+                    )
+    return found

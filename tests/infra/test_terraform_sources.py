@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from infra.errors import TerraformFailed
 from infra.terraform import TerraformAdapter
 from infra.tooling import Toolchain
 
-CLOUD = ("modules/region-k8s", "modules/edge", "envs/cloud-example")
+CLOUD = ("envs/cloud-platform", "envs/cloud-platform/crds", "envs/cloud-workloads")
 
 
 def _terraform(tc: Toolchain, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -37,6 +38,44 @@ def test_cloud_sources_exist_and_are_formatted(terraform: Toolchain) -> None:
             assert result.returncode == 0, f"{f}: {result.stdout}{result.stderr}"
 
 
+def _local_workloads(tmp: Path) -> dict[str, object]:
+    from voicemesh import workloads
+
+    files = {name: str(tmp / name) for name in ("region-keys", "registry", "api-keys", "admin-keys")}
+    layout = workloads.local_layout(home=str(tmp), voicemesh="/bin/true", files=files)
+    return dict(workloads.workloads(layout, workloads.Settings()))
+
+
+def _terraform_dirs() -> list[Path]:
+    return sorted({p.parent for p in INFRA_ROOT.rglob("*.tf") if ".terraform" not in p.parts})
+
+
+def test_every_module_and_env_pins_terraform_and_its_providers_with_pessimistic_constraints() -> None:
+    for d in _terraform_dirs():
+        versions = d / "versions.tf"
+        assert versions.exists(), f"{d.relative_to(INFRA_ROOT)} has no versions.tf"
+        text = versions.read_text()
+        assert 'required_version = "~> 1.0"' in text, versions
+        for constraint in re.findall(r'version\s*=\s*"([^"]+)"', text):
+            assert constraint.startswith("~> "), f"{versions}: {constraint!r} is not pinned with ~>"
+
+
+def test_every_helm_chart_is_pinned() -> None:
+    blocks = [
+        (tf, block)
+        for tf in INFRA_ROOT.rglob("*.tf")
+        for block in re.findall(r'resource "helm_release" "[^"]+" \{(.*?)\n\}', tf.read_text(), re.S)
+    ]
+    assert len(blocks) >= 3  # KEDA, prometheus-operator's CRDs, the operator itself
+    for tf, block in blocks:
+        assert re.search(r"\n  version\s+=", block), f"{tf}: a helm_release without a version"
+
+
+def test_the_local_env_commits_its_provider_lock() -> None:
+    lock = (INFRA_ROOT / "envs" / "local" / ".terraform.lock.hcl").read_text()
+    assert 'provider "registry.terraform.io/hashicorp/null"' in lock and 'version     = "2.1.2"' in lock
+
+
 def test_local_env_validates_offline(terraform: Toolchain, tmp_path: Path) -> None:
     shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
     shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
@@ -54,7 +93,7 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
     tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
     tf.init()
     good = {
-        "voicemesh_bin": "/bin/true",
+        "workloads": _local_workloads(tmp_path),
         "run_dir": str(tmp_path / "run"),
         "llm_url": "http://127.0.0.1:1/v1",
         "region_keys_path": str(tmp_path / "region-keys.json"),

@@ -6,10 +6,10 @@ locals {
   # The image runs as uid 10001 (VOICEMESH_HOME=/var/lib/voicemesh); Secret and ConfigMap files
   # are group-readable for that group (0440), nothing else.
   pod_security = {
-    runAsNonRoot = true
-    runAsUser    = 10001
-    runAsGroup   = 10001
-    fsGroup      = 10001
+    runAsNonRoot   = true
+    runAsUser      = 10001
+    runAsGroup     = 10001
+    fsGroup        = 10001
     seccompProfile = { type = "RuntimeDefault" }
   }
   container_security = {

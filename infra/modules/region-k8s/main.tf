@@ -58,7 +58,7 @@ module "pod" {
   image  = var.image
   containers = {
     # vLLM beside the region, on loopback: the region's {llm_url} points at it.
-    llm    = { process = var.workloads.llm, values = { "{port}" = tostring(local.llm_port) }, writes_models = false }
+    llm = { process = var.workloads.llm, values = { "{port}" = tostring(local.llm_port) }, writes_models = false }
     region = {
       process = var.workloads.region
       values = {
