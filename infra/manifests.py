@@ -93,7 +93,8 @@ def _changed(given: Any, back: Any, path: str = "") -> list[str]:
                 out += _changed(given[key], back[key], f"{path}.{key}")
         return out
     if isinstance(given, list) and isinstance(back, list) and len(given) == len(back):
-        return [d for i, (g, b) in enumerate(zip(given, back, strict=True)) for d in _changed(g, b, f"{path}[{i}]")]
+        pairs = enumerate(zip(given, back, strict=True))
+        return [d for i, (g, b) in pairs for d in _changed(g, b, f"{path}[{i}]")]
     return [] if given == back else [f"{path}: {given!r} is not of the schema's type (read as {back!r})"]
 
 

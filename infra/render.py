@@ -37,8 +37,17 @@ def render_k8s(
     return {str(region): list(items) for region, items in objects.items()}
 
 
+def _terraform(toolchain: Toolchain, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), **toolchain.env()}
+    return subprocess.run([str(toolchain.terraform), *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
 def planned_outputs(
-    toolchain: Toolchain, env: str, variables: Mapping[str, object], scratch: Path, source_root: Path = INFRA_ROOT
+    toolchain: Toolchain,
+    env: str,
+    variables: Mapping[str, object],
+    scratch: Path,
+    source_root: Path = INFRA_ROOT,
 ) -> dict[str, Any]:
     """The outputs ``terraform plan`` of ``env`` knows before anything runs (nothing is applied: a
     plan of the local env starts no process). For comparing what an env would run, offline."""
@@ -46,13 +55,10 @@ def planned_outputs(
     shutil.copytree(source_root / "envs" / env, scratch / "envs" / env)
     work = scratch / "envs" / env
     (work / "z-given.auto.tfvars.json").write_text(json.dumps(dict(variables), indent=1))
-    run = {"cwd": work, "env": {"PATH": "/usr/bin:/bin", "HOME": str(scratch), **toolchain.env()}}
-    for args in (["init", "-input=false"], ["plan", "-input=false", "-out=plan.bin", f"-state={scratch}/t.tfstate"]):
-        done = subprocess.run([str(toolchain.terraform), *args, "-no-color"], capture_output=True, text=True, **run)
+    plan = ["plan", "-input=false", "-no-color", "-out=plan.bin", f"-state={scratch}/t.tfstate"]
+    for args in (["init", "-input=false", "-no-color"], plan, ["show", "-json", "plan.bin"]):
+        done = _terraform(toolchain, args, work)
         if done.returncode != 0:
             raise TerraformFailed(f"terraform {args[0]} of {env} failed:\n{done.stderr or done.stdout}")
-    shown = subprocess.run(
-        [str(toolchain.terraform), "show", "-json", "plan.bin"], capture_output=True, text=True, check=True, **run
-    )
-    outputs = json.loads(shown.stdout).get("planned_values", {}).get("outputs", {})
+    outputs = json.loads(done.stdout).get("planned_values", {}).get("outputs", {})
     return {name: item.get("value") for name, item in outputs.items()}

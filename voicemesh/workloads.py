@@ -23,7 +23,9 @@ from typing import Any
 
 PLACEHOLDERS = ("{id}", "{port}", "{location}", "{llm_url}", "{redis_url}", "{model_source}")
 
-INSTANCE_FLAGS = frozenset({"--id", "--host", "--port", "--location", "--llm-url", "--store-url", "--redis-url"})
+INSTANCE_FLAGS = frozenset(
+    {"--id", "--host", "--port", "--location", "--llm-url", "--store-url", "--redis-url"}
+)
 """Flags whose values are per instance or per deployment (compared by presence and position only)."""
 
 DIR_MOUNTS = frozenset({"models", "tls"})
@@ -77,7 +79,7 @@ def k8s_layout() -> Layout:
         target="k8s",
         home=CONTAINER_HOME,
         voicemesh="voicemesh",
-        host="0.0.0.0",  # noqa: S104 - a pod serves on its own address; NetworkPolicy limits who reaches it
+        host="0.0.0.0",  # a pod serves on its own address; the NetworkPolicy limits who reaches it
         files={
             "region-keys": "/etc/voicemesh/region-keys/region-keys.json",
             "registry": "/etc/voicemesh/registry/registry.json",
@@ -220,9 +222,7 @@ def normalize(p: Rendered, layout: Layout) -> tuple[tuple[str, ...], dict[str, s
     argv = list(p.argv)
     if argv and argv[0] == layout.voicemesh:
         argv[0] = "<voicemesh>"
-    out = [
-        "<value>" if i and argv[i - 1] in INSTANCE_FLAGS else name(a) for i, a in enumerate(argv)
-    ]
+    out = ["<value>" if i and argv[i - 1] in INSTANCE_FLAGS else name(a) for i, a in enumerate(argv)]
     env = {k: name(v) for k, v in p.env.items()}
     return tuple(out), env, tuple(sorted(p.mounts))
 
@@ -255,7 +255,11 @@ def rendered_local(commands: Mapping[str, Any]) -> dict[str, Rendered]:
     }
 
 
-K8S_CONTAINERS = {"region": ("Deployment", "region"), "llm": ("Deployment", "llm"), "edge": ("Deployment", "edge")}
+K8S_CONTAINERS = {
+    "region": ("Deployment", "region"),
+    "llm": ("Deployment", "llm"),
+    "edge": ("Deployment", "edge"),
+}
 """Process -> (kind of the object holding it, container name)."""
 
 

@@ -44,8 +44,9 @@ def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Obj
     kinds = {o["kind"] for o in objects}
     # Everything the cloud creates, CRD-based objects included.
     assert kinds >= {
-        "Namespace", "ConfigMap", "DaemonSet", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
-        "HorizontalPodAutoscaler", "Ingress", "ScaledObject", "PodMonitor", "BackendConfig",
+        "Namespace", "ConfigMap", "DaemonSet", "Deployment", "Service", "NetworkPolicy",
+        "PodDisruptionBudget", "HorizontalPodAutoscaler", "Ingress",
+        "ScaledObject", "PodMonitor", "BackendConfig",
     }  # fmt: skip
     assert validate_all(objects) == [], f"rejected by Kubernetes {K8S_VERSION} or a CRD schema"
 
@@ -63,27 +64,34 @@ def test_a_broken_object_is_named_with_its_fault(rendered: dict[str, Objects]) -
     ingress["spec"]["tlss"] = []
 
     found = validate_all([deployment, scaler, monitor, backend, ingress])
-    assert any(line.startswith("Deployment voicemesh/region-eu-west: ") and "containerPort" in line for line in found)
-    assert any(line.startswith("ScaledObject voicemesh/region-eu-west: ") and "maxReplicas" in line for line in found)
-    assert any(line.startswith("PodMonitor voicemesh/region-eu-west: ") and "selector" in line for line in found)
-    assert any(line.startswith("BackendConfig voicemesh/edge: ") and "timeoutSec" in line for line in found)
-    assert any(line.startswith("Ingress voicemesh/edge: ") and "tlss" in line for line in found)
-    assert len(found) == 5, found
+    expected = [
+        ("Deployment voicemesh/region-eu-west: ", "containerPort"),
+        ("ScaledObject voicemesh/region-eu-west: ", "maxReplicas"),
+        ("PodMonitor voicemesh/region-eu-west: ", "selector"),
+        ("BackendConfig voicemesh/edge: ", "timeoutSec"),
+        ("Ingress voicemesh/edge: ", "tlss"),
+    ]
+    for (named, fault), line in zip(expected, found, strict=True):
+        assert line.startswith(named) and fault in line, (named, fault, found)
 
 
 def test_an_unknown_kind_is_refused_not_waved_through() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
-    assert problems(obj) == [f"no schema for example.com/v1 Widget in Kubernetes {K8S_VERSION} nor among the known CRDs"]
+    assert problems(obj) == [
+        f"no schema for example.com/v1 Widget in Kubernetes {K8S_VERSION} nor among the known CRDs"
+    ]
     assert describe(obj) == "Widget w"
 
 
-def test_each_cluster_starts_with_its_namespace_and_names_each_object_once(rendered: dict[str, Objects]) -> None:
+def test_each_cluster_starts_with_its_namespace_and_names_each_object_once(
+    rendered: dict[str, Objects],
+) -> None:
     """The workloads stage applies the Namespace first, then the rest (their CRDs were installed by
     the platform stage); the apply keys objects by kind and name, so both must be unique."""
     for region, items in rendered["gpu"].items():
         assert items[0]["kind"] == "Namespace", region
-        names = [o["metadata"]["name"] for o in items]
-        assert len(names) == len({(o["kind"], n) for o, n in zip(items, names, strict=True)}), "duplicate object"
+        keys = [(o["kind"], o["metadata"]["name"]) for o in items]
+        assert len(keys) == len(set(keys)), f"{region}: an object twice"
 
 
 def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]) -> None:
@@ -95,14 +103,15 @@ def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]
     for name in ("llm", "region"):
         assert mounts[name]["models"]["mountPath"] == f"{workloads.CONTAINER_HOME}/models"
         assert mounts[name]["models"]["readOnly"] is True
-        env = {e["name"]: e["value"] for e in next(c for c in region["containers"] if c["name"] == name)["env"]}
-        assert env["VOICEMESH_HOME"] == workloads.CONTAINER_HOME
+        container = next(c for c in region["containers"] if c["name"] == name)
+        assert {e["name"]: e["value"] for e in container["env"]}["VOICEMESH_HOME"] == workloads.CONTAINER_HOME
     cache = _find(objects, "DaemonSet", "region-eu-west-model-cache")["spec"]["template"]["spec"]
     fetch = next(c for c in cache["initContainers"] if c["name"] == "fetch")
     assert fetch["command"] == ["voicemesh", "models", "fetch", "--profile", "gpu", "--no-runtime"]
     env = {e["name"]: e["value"] for e in fetch["env"]}
     assert env["VOICEMESH_MODEL_SOURCE"].startswith("https://")
-    assert {v["name"]: v for v in cache["volumes"]}["models"]["hostPath"]["path"] == "/var/lib/voicemesh/models"
+    volumes = {v["name"]: v for v in cache["volumes"]}
+    assert volumes["models"]["hostPath"]["path"] == "/var/lib/voicemesh/models"
 
 
 def test_the_edge_front_door_is_tls_and_each_region_its_own_redis(rendered: dict[str, Objects]) -> None:
@@ -114,10 +123,10 @@ def test_the_edge_front_door_is_tls_and_each_region_its_own_redis(rendered: dict
         assert ingress["metadata"]["annotations"]["kubernetes.io/ingress.allow-http"] == "false"
         assert ingress["metadata"]["annotations"]["networking.gke.io/managed-certificates"]
         assert _find(objects, "BackendConfig", "edge", region)["spec"]["timeoutSec"] >= 600  # WebSockets
-    argv = {
-        region: _find(objects, "Deployment", "edge", region)["spec"]["template"]["spec"]["containers"][0]["command"]
-        for region in objects
+    pods = {
+        region: _find(objects, "Deployment", "edge", region)["spec"]["template"]["spec"] for region in objects
     }
+    argv = {region: pod["containers"][0]["command"] for region, pod in pods.items()}
     redis = {region: a[a.index("--redis-url") + 1] for region, a in argv.items()}
     assert len(set(redis.values())) == len(redis), f"regions share a Redis: {redis}"
     for a in argv.values():

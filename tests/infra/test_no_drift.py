@@ -84,7 +84,8 @@ def test_a_change_on_one_side_is_reported(terraform: Toolchain, tmp_path: Path) 
         local, k8s, local_layout=_local_layout(tmp_path / "local"), k8s_layout=workloads.k8s_layout()
     )
     assert len(found) == 2, found
-    assert found[0].startswith("edge: argv differs: local <voicemesh> edge serve") and "--location" in found[0]
+    assert found[0].startswith("edge: argv differs: local <voicemesh> edge serve"), found
+    assert "--location" in found[0].split(" | ")[0] and "--location" not in found[0].split(" | ")[1]
     assert found[1] == "edge: env VOICEMESH_DRAIN_S: local '20' | k8s '5'"
 
 
@@ -93,10 +94,8 @@ def test_differences_covers_mounts_and_missing_processes() -> None:
     base = Rendered(argv=["voicemesh", "llm", "serve"], env={}, mounts=["models"])
     assert differences({"llm": base}, {"llm": base}, local_layout=layout, k8s_layout=layout) == []
     other = Rendered(argv=base.argv, env={}, mounts=[])
-    assert differences({"llm": base}, {"llm": other, "edge": base}, local_layout=layout, k8s_layout=layout) == [
-        "edge: only in k8s",
-        "llm: mounts differ: local models | k8s ",
-    ]
+    found = differences({"llm": base}, {"llm": other, "edge": base}, local_layout=layout, k8s_layout=layout)
+    assert found == ["edge: only in k8s", "llm: mounts differ: local models | k8s "]
 
 
 def test_the_running_local_processes_run_that_command_line(local_deployment: Any) -> None:
