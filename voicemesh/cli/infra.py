@@ -181,6 +181,77 @@ def install(force: bool) -> None:
     console.print(f"[green]terraform ready[/green]: {tc.terraform} (provider mirror {tc.plugin_dir})")
 
 
+k8s_options = [
+    click.option("--profile", type=click.Choice(["cpu", "gpu"]), default="gpu", show_default=True),
+    click.option("--max-concurrent", type=click.IntRange(min=1), default=8, show_default=True),
+    click.option("--max-queue", type=click.IntRange(min=0), default=16, show_default=True),
+]
+
+
+def _with_k8s_options(f: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(k8s_options):
+        f = option(f)
+    return f
+
+
+@infra.command("render")
+@_with_k8s_options
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("workloads.auto.tfvars.json"),
+    show_default=True,
+    help="Where to write the variables (beside envs/cloud-workloads or envs/k8s-render).",
+)
+def render(profile: str, max_concurrent: int, max_queue: int, out: Path) -> None:
+    """Write the Kubernetes side's `workloads` variable: every process's command line, environment
+    and mounts in the container layout (the same definitions `voicemesh up` runs locally)."""
+    import json
+
+    from voicemesh import workloads
+
+    settings = workloads.Settings(profile=profile, max_concurrent=max_concurrent, max_queue=max_queue)
+    out.write_text(json.dumps(workloads.k8s_tfvars(settings), indent=1) + "\n")
+    console.print(f"[green]wrote[/green] {out} (profile {profile}): copy it beside envs/cloud-workloads")
+
+
+@infra.command("validate")
+@_with_k8s_options
+def validate(profile: str, max_concurrent: int, max_queue: int) -> None:
+    """Render every Kubernetes object of the cloud path offline (envs/k8s-render, real Terraform, no
+    credentials) and check each against the pinned Kubernetes version's API schemas and the CRDs'.
+    Needs the k8s extra (`pip install 'voicemesh[k8s]'`)."""
+    import tempfile
+    from collections import Counter
+
+    from infra.render import render_k8s
+    from voicemesh import workloads
+
+    try:
+        from infra.manifests import K8S_VERSION, validate_all
+    except ImportError as exc:
+        fail(f"{exc.name} is missing: install the k8s extra (`pip install 'voicemesh[k8s]'`) and retry")
+    settings = workloads.Settings(profile=profile, max_concurrent=max_concurrent, max_queue=max_queue)
+    try:
+        with tempfile.TemporaryDirectory(prefix="voicemesh-render-") as scratch:
+            progress("rendering the Kubernetes objects (terraform apply of envs/k8s-render, no provider)")
+            objects = render_k8s(install_terraform(), workloads.k8s_tfvars(settings), Path(scratch))
+    except VoicemeshError as exc:
+        die_on_voicemesh_error(exc)
+    every = [obj for items in objects.values() for obj in items]
+    problems = validate_all(every)
+    kinds = Counter(str(o["kind"]) for o in every)
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    if problems:
+        for line in problems:
+            console.print(f"[red]{line}[/red]")
+        fail(f"{len(problems)} problem(s) in {len(every)} objects: fix the modules under infra/modules/*-k8s")
+    console.print(
+        f"[green]valid[/green]: {len(every)} objects in {len(objects)} clusters for Kubernetes {K8S_VERSION} "
+        f"and the CRDs ({summary})"
+    )
+
+
 @infra.command("up")
 @env_option
 @click.option("--regions", type=click.IntRange(1, 3), default=None, help="Local regions (default 2).")
