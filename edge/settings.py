@@ -204,6 +204,6 @@ class ResumeSettings:
     """Throttle of snapshot writes while an answer plays (its heard part), and of the takeover check."""
     drain_s: float = field(default_factory=lambda: _env_float("VOICEMESH_DRAIN_S", 20.0))
     """SIGTERM: longest wait for running responses before sessions are told to resume elsewhere.
-    The Kubernetes module's grace period is this plus a margin (``infra/modules/edge``)."""
+    The Kubernetes module's grace period is this plus a margin (``infra/modules/edge-k8s``)."""
     retry_after_s: int = 2
     """``Retry-After`` of the 503 a draining edge answers new connections with."""
