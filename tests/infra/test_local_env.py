@@ -204,6 +204,27 @@ def test_a_killed_region_comes_back_through_terraform_without_anyone(
     print(f"self-healing: region back {recovery_s:.1f} s after its SIGKILL ({log.splitlines()[-1]})")
 
 
+def test_the_processes_run_the_command_line_the_drift_check_compares(
+    local_deployment: LocalDeployment,
+) -> None:
+    """Each region's and edge's /proc cmdline is the argv of the env's `commands` output (what
+    tests/infra/test_no_drift.py compares with the Kubernetes containers): voicemesh.workloads'."""
+    state = json.loads((local_deployment.state / "infra" / "local" / "terraform.tfstate").read_text())
+    commands = state["outputs"]["commands"]["value"]
+    for name, pid_file in (("region", "region-eu-west.pid"), ("edge", "edge-paris.pid")):
+        pid = int((local_deployment.run_dir / pid_file).read_text())
+        argv = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]]
+        # The console script runs under the venv's interpreter: /proc shows `python .../voicemesh ...`.
+        assert argv[-len(commands[name]["argv"]) :] == commands[name]["argv"], (name, argv)
+        assert Path(argv[0]).name.startswith("python"), argv
+        environ = dict(
+            item.decode().split("=", 1)
+            for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            if item
+        )
+        assert {k: environ.get(k) for k in commands[name]["env"]} == commands[name]["env"], name
+
+
 def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
     regions = local_deployment.registry()["regions"]
     pids = [int(p.read_text()) for p in Path(local_deployment.run_dir).glob("*.pid")]
