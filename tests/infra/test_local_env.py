@@ -211,8 +211,8 @@ def test_the_processes_run_the_command_line_the_drift_check_compares(
     tests/infra/test_no_drift.py compares with the Kubernetes containers): voicemesh.workloads'."""
     state = json.loads((local_deployment.state / "infra" / "local" / "terraform.tfstate").read_text())
     commands = state["outputs"]["commands"]["value"]
-    for name, pid_file in (("region", "region-eu-west.pid"), ("edge", "edge-paris.pid")):
-        pid = int((local_deployment.run_dir / pid_file).read_text())
+    for name in ("region", "edge"):
+        pid = int((local_deployment.run_dir / f"{name}-{commands[name]['id']}.pid").read_text())
         argv = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]]
         # The console script runs under the venv's interpreter: /proc shows `python .../voicemesh ...`.
         assert argv[-len(commands[name]["argv"]) :] == commands[name]["argv"], (name, argv)

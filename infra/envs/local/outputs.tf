@@ -28,14 +28,14 @@ output "edges" {
 }
 
 output "commands" {
-  description = "What each kind of process runs here, one instance each (argv, env, mounts): tests/infra/test_no_drift.py compares it with the Kubernetes containers."
+  description = "What each kind of process runs here, one instance each (the first id in sort order; argv, env, mounts): tests/infra/test_no_drift.py compares it with the Kubernetes containers."
   value = merge(
     { for id in slice(sort(keys(local.regions)), 0, 1) : "region" => {
-      argv = module.region[id].argv, env = module.region[id].env, mounts = keys(var.workloads.region.mounts) }
+      id = id, argv = module.region[id].argv, env = module.region[id].env, mounts = keys(var.workloads.region.mounts) }
     },
     { for id in slice(sort(keys(local.edges)), 0, min(1, length(local.edges))) : "edge" => {
-      argv = module.edge[id].argv, env = module.edge[id].env, mounts = keys(var.workloads.edge.mounts) }
+      id = id, argv = module.edge[id].argv, env = module.edge[id].env, mounts = keys(var.workloads.edge.mounts) }
     },
-    { for llm in module.llm : "llm" => { argv = llm.argv, env = llm.env, mounts = keys(var.workloads.llm.mounts) } },
+    { for llm in module.llm : "llm" => { id = "llm", argv = llm.argv, env = llm.env, mounts = keys(var.workloads.llm.mounts) } },
   )
 }
