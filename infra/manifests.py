@@ -5,8 +5,9 @@
   ``kubectl apply --validate=strict``).
 * Custom resources: the CRDs' own schemas, as the ``cloudcoil-models-*`` packages generate them
   (pydantic models of KEDA's and prometheus-operator's CRDs, at the versions of the Helm charts
-  envs/cloud-platform pins). Pydantic ignores unknown fields, so an object must also come back
-  unchanged from the model (a misspelt field is dropped, a wrong type coerced: both reported).
+  envs/cloud-platform pins), installed by pip like any dependency rather than CRD files copied into
+  the tree. Pydantic ignores unknown fields, so an object must also come back unchanged from the
+  model (a misspelt field is dropped, a wrong type coerced: both reported).
 * GKE's BackendConfig (no package carries its CRD): a schema of the fields used here, written from
   GKE's documented ``cloud.google.com/v1`` API (``_BACKEND_CONFIG``).
 

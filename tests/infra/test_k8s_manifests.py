@@ -7,6 +7,7 @@ cloud's own checks are not)."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,21 @@ Objects = dict[str, list[dict[str, Any]]]
 
 @pytest.fixture(scope="module")
 def rendered(terraform: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Objects]:
-    """Profile -> region id -> that cluster's objects."""
+    """Variant -> region id -> that cluster's objects. Variants: each profile, and the gpu profile with
+    every optional part on (regions serving TLS, edges checking them with a CA, the front door's
+    certificate from a Secret)."""
+    variants = {
+        "cpu": (workloads.Settings(profile="cpu", max_concurrent=8, max_queue=16), {}),
+        "gpu": (workloads.Settings(profile="gpu", max_concurrent=8, max_queue=16), {}),
+        "gpu-tls": (
+            workloads.Settings(profile="gpu", region_tls=True, region_ca=True),
+            {"edge_tls_secret": "voicemesh-edge-tls"},
+        ),
+    }
     out = {}
-    for profile in ("cpu", "gpu"):
-        tfvars = workloads.k8s_tfvars(workloads.Settings(profile=profile, max_concurrent=8, max_queue=16))
-        out[profile] = render_k8s(terraform, tfvars, tmp_path_factory.mktemp(f"render-{profile}"))
+    for name, (settings, extra) in variants.items():
+        tfvars = {**workloads.k8s_tfvars(settings), **extra}
+        out[name] = render_k8s(terraform, tfvars, tmp_path_factory.mktemp(f"render-{name}"))
     return out
 
 
@@ -38,9 +49,9 @@ def _find(objects: Objects, kind: str, name: str, region: str = "eu-west") -> di
     return next(o for o in objects[region] if o["kind"] == kind and o["metadata"]["name"] == name)
 
 
-@pytest.mark.parametrize("profile", ["cpu", "gpu"])
-def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Objects], profile: str) -> None:
-    objects = _all(rendered[profile])
+@pytest.mark.parametrize("variant", ["cpu", "gpu", "gpu-tls"])
+def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Objects], variant: str) -> None:
+    objects = _all(rendered[variant])
     kinds = {o["kind"] for o in objects}
     # Everything the cloud creates, CRD-based objects included.
     assert kinds >= {
@@ -49,6 +60,26 @@ def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Obj
         "ScaledObject", "PodMonitor", "BackendConfig",
     }  # fmt: skip
     assert validate_all(objects) == [], f"rejected by Kubernetes {K8S_VERSION} or a CRD schema"
+
+
+def test_every_placeholder_is_filled_and_tls_parts_appear_only_when_asked(
+    rendered: dict[str, Objects],
+) -> None:
+    for variant, objects in rendered.items():
+        text = json.dumps(objects)
+        assert not [p for p in workloads.PLACEHOLDERS if p in text], variant
+    region = {
+        v: _find(rendered[v], "Deployment", "region-eu-west")["spec"]["template"]["spec"]
+        for v in ("gpu", "gpu-tls")
+    }
+    assert "--tls-cert" not in region["gpu"]["containers"][1]["command"]
+    assert "--tls-cert" in region["gpu-tls"]["containers"][1]["command"]
+    assert region["gpu-tls"]["containers"][1]["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    monitor = _find(rendered["gpu-tls"], "PodMonitor", "region-eu-west")["spec"]["podMetricsEndpoints"][0]
+    assert monitor["scheme"] == "https" and monitor["tlsConfig"]["serverName"].startswith("region-eu-west.")
+    ingress = _find(rendered["gpu-tls"], "Ingress", "edge")["spec"]
+    assert ingress["tls"] == [{"hosts": ["eu.voice.example.com"], "secretName": "voicemesh-edge-tls"}]
+    assert "tls" not in _find(rendered["gpu"], "Ingress", "edge")["spec"]
 
 
 def test_a_broken_object_is_named_with_its_fault(rendered: dict[str, Objects]) -> None:
