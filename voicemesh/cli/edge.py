@@ -28,6 +28,21 @@ def api_keys_from_env(prefix: str = "VOICEMESH_API") -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.strip() for k in keys if k.strip()))
 
 
+def keys_from_file(path: str, what: str) -> tuple[str, ...]:
+    """Keys from a mounted file (a Kubernetes Secret, or the local state's 0600 file): one per line or
+    comma-separated; blank lines and ``#`` comments skipped. The same file layout serves both
+    deployments, so no secret passes through a command line or Terraform's state."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        fail(f"cannot read the {what} file {path}: {exc.strerror or exc}; check the path and its permissions")
+    lines = (line.split("#", 1)[0] for line in text.splitlines())
+    keys = tuple(dict.fromkeys(k.strip() for line in lines for k in line.split(",") if k.strip()))
+    if not keys:
+        fail(f"the {what} file {path} holds no key: one key per line")
+    return keys
+
+
 vad_runtime_option = click.option(
     "--vad-runtime", type=click.Choice(RUNTIMES), default="openvino", show_default=True,
     help="What runs Silero VAD (onnxruntime: if OpenVINO will not load on this CPU).",
@@ -94,6 +109,14 @@ def region_registry(regions: tuple[str, ...]) -> object:
     "--connect-burst", default=20, show_default=True, type=int, help="Sessions a key may open at once."
 )
 @click.option(
+    "--api-keys-file", envvar="VOICEMESH_API_KEYS_FILE", default=None, type=click.Path(dir_okay=False),
+    help="File of the API keys callers use (one per line); default: $VOICEMESH_API_KEY(S).",
+)  # fmt: skip
+@click.option(
+    "--admin-keys-file", envvar="VOICEMESH_ADMIN_KEYS_FILE", default=None, type=click.Path(dir_okay=False),
+    help="File of the admin keys (/status, the ops page; one per line); default: $VOICEMESH_ADMIN_KEY(S).",
+)  # fmt: skip
+@click.option(
     "--region-keys", envvar="VOICEMESH_REGION_KEYS", default=None, type=click.Path(dir_okay=False),
     help="Region key set: the router signs a short-lived token for every region connection and probe.",
 )  # fmt: skip
@@ -105,7 +128,8 @@ def region_registry(regions: tuple[str, ...]) -> object:
 def serve(
     registry: str | None, regions: tuple[str, ...], host: str, port: int, vad_model: str | None,
     vad_runtime: str, store_url: str | None, redis_url: str | None, location: str, max_sessions_per_key: int,
-    connect_burst: int, region_keys: str | None, region_ca: str | None, profile: str | None,
+    connect_burst: int, api_keys_file: str | None, admin_keys_file: str | None, region_keys: str | None,
+    region_ca: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
     from edge.server import serve_edge
@@ -120,11 +144,15 @@ def serve(
         fail(f"--location must be LAT,LON (e.g. 50.11,8.68), not {location!r}")
     if not registry and not regions:
         fail("give the regions: --registry FILE (from `voicemesh infra up`) or --region URL")
-    keys = api_keys_from_env()
+    keys = keys_from_file(api_keys_file, "API keys") if api_keys_file else api_keys_from_env()
     if not keys:
         keys = ("vm-" + secrets.token_urlsafe(24),)
         console.print(f"no VOICEMESH_API_KEY set: this edge accepts the generated key [bold]{keys[0]}[/bold]")
-    admin_keys = api_keys_from_env("VOICEMESH_ADMIN")
+    admin_keys = (
+        keys_from_file(admin_keys_file, "admin keys")
+        if admin_keys_file
+        else api_keys_from_env("VOICEMESH_ADMIN")
+    )
     if not admin_keys:
         admin_keys = ("vma-" + secrets.token_urlsafe(24),)
         console.print(f"no VOICEMESH_ADMIN_KEY set: /status and /ops accept the generated key "
