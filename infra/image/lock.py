@@ -32,9 +32,7 @@ def compile_lock(report: Report = print) -> Path:
     """Re-resolve the lock (newest versions pyproject allows) and write it in place."""
     root = checkout_root()
     report(f"lock: {COMMAND}")
-    proc = subprocess.run(
-        [_uv(), *COMPILE_ARGS], cwd=root, capture_output=True, text=True
-    )
+    proc = subprocess.run([_uv(), *COMPILE_ARGS], cwd=root, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ImageBuildError(f"uv pip compile failed:\n{proc.stderr[-3000:]}\nCheck that PyPI is reachable.")
     pins = sum(1 for line in LOCK.read_text().splitlines() if "==" in line and not line.startswith(" "))

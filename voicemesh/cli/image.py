@@ -59,7 +59,9 @@ def lock() -> None:
 
 
 @cli.command("health")
-@click.option("--url", "urls", multiple=True, help=f"Health URL(s) (default: ${HEALTH_URLS_ENV} or 8080, 9001).")
+@click.option(
+    "--url", "urls", multiple=True, help=f"Health URL(s) (default: ${HEALTH_URLS_ENV} or 8080, 9001)."
+)
 def health(urls: tuple[str, ...]) -> None:
     """Exit 0 when any given /health answers 200 (the image's HEALTHCHECK)."""
     import httpx
