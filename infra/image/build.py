@@ -4,8 +4,9 @@ Steps, each reported as it starts: check the tools; make the base image with mmd
 bookworm minbase + ``apt-packages.txt``) and ``podman import`` it, once per package list; build the
 voicemesh wheel from a copy of the source; stage the context (Containerfile, package list, lock,
 wheel); ``buildah bud --isolation chroot`` (``podman run`` is refused on some hosts, buildah's chroot
-isolation is not); ``podman save`` it as an OCI archive. Temporary files are removed and a partial
-archive never replaces a finished one, whatever stops the build (Ctrl-C included).
+isolation is not); ``podman save`` it as an OCI archive and as a docker-archive. Temporary files
+are removed and a partial archive never replaces a finished one, whatever stops the build (Ctrl-C
+included).
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ class BuiltImage:
     tag: str
     """``localhost/voicemesh:<version>`` in the local containers storage."""
     archive: Path
-    """The OCI archive (``podman load -i``; ``skopeo copy oci-archive:... docker-archive:...``)."""
+    """The OCI archive (``podman load -i``, ``skopeo``, ``umoci``): the standard form, which has no
+    health command (OCI's image config has no such field)."""
+    docker_archive: Path
+    """The same image as a docker-archive (``docker load -i``, ``podman load -i``), with its HEALTHCHECK."""
     version: str
     key: str
 
@@ -164,6 +168,21 @@ def build_wheel(root: Path, out: Path, report: Report) -> Path:
     return wheels[0]
 
 
+BUILD_REQUIREMENTS = ("setuptools", "wheel")
+"""What pip needs to build the lock's sdists (python-terraform) with no index."""
+
+
+def download_wheelhouse(wheelhouse: Path, report: Report) -> None:
+    """Every locked distribution (hash-checked) plus the sdists' build requirements, into
+    ``wheelhouse``; what is there already is not downloaded again."""
+    report(f"downloads: the locked dependencies into {wheelhouse} (hash-checked; ~1 GB the first time)")
+    pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--progress-bar", "off",
+           "-d", str(wheelhouse)]  # fmt: skip
+    _run([*pip, "--require-hashes", "--no-deps", "-r", str(LOCK)], report, "pip download",
+         show=lambda line: line.startswith("Collecting"))  # fmt: skip
+    _run([*pip, *BUILD_REQUIREMENTS], report, "pip download")
+
+
 def host_ca_bundle() -> Path | None:
     """The CA bundle this host's pip trusts (a TLS-intercepting proxy's CA lives there), if any."""
     for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
@@ -185,15 +204,18 @@ def revision(root: Path) -> str:
 
 
 def _is_progress(line: str) -> bool:
-    return line.startswith(("STEP ", "Collecting ", "Successfully installed", "ERROR", "Error"))
+    return line.startswith(
+        ("STEP ", "Collecting ", "Installing collected", "Successfully installed", "ERROR", "Error")
+    )
 
 
 def build_image(
-    *, pip_cache: Path, output: Path | None = None, tag: str | None = None, report: Report = print
+    *, downloads: Path, output: Path | None = None, tag: str | None = None, report: Report = print
 ) -> BuiltImage:
     """Build the image into the local containers storage and write its OCI archive to ``output``
-    (default: ``dist/voicemesh-<version>.oci.tar`` in the checkout). ``pip_cache`` is mounted as pip's
-    cache inside the build, so a rebuild downloads nothing again."""
+    (default: ``dist/voicemesh-<version>.oci.tar`` in the checkout) and its docker-archive beside it
+    (``.docker.tar``). ``downloads`` keeps the wheelhouse and pip's cache (the wheels it built) for
+    the next build, so a rebuild downloads nothing again."""
     check_tools()
     root = checkout_root()
     version = project_version(root)
@@ -201,15 +223,19 @@ def build_image(
     output = output or root / "dist" / f"voicemesh-{version}.oci.tar"
     key = cache_key(root)
     base = ensure_base(report)
+    wheelhouse, pip_cache = downloads / "wheelhouse", downloads / "pip-cache"
     pip_cache.mkdir(parents=True, exist_ok=True)
+    download_wheelhouse(wheelhouse, report)
     with tempfile.TemporaryDirectory(prefix="voicemesh-image-") as tmp:
         context = Path(tmp)
         for path in (CONTAINERFILE, APT_PACKAGES, LOCK):
             shutil.copy2(path, context / path.name)
         build_wheel(root, context / "dist", report)
         cmd = [
-            "buildah", "bud", "--isolation", "chroot", "--layers=false", "--tag", tag,
+            # docker format: the only one that records HEALTHCHECK (OCI's image config has no field for it).
+            "buildah", "bud", "--format", "docker", "--isolation", "chroot", "--layers=false", "--tag", tag,
             "--volume", f"{pip_cache}:/root/.cache/pip",
+            "--volume", f"{wheelhouse}:/var/cache/voicemesh-wheels:ro",
             "--build-arg", f"BASE={base}", "--build-arg", f"VERSION={version}",
             "--build-arg", f"REVISION={revision(root)}",
             "--file", str(context / "Containerfile"),
@@ -223,8 +249,12 @@ def build_image(
                     "--build-arg", "PIP_CERT=/run/voicemesh-build-ca.crt"]  # fmt: skip
         report(f"image: buildah bud {tag} (pip installs the locked dependencies, ~2 min cold)")
         _run([*cmd, str(context)], report, "buildah", show=_is_progress)
-    report(f"archive: podman save --format oci-archive -o {output} (~1 min)")
-    with atomic_path(output) as part:
-        _run(["podman", "save", "--format", "oci-archive", "-o", str(part), tag], report, "podman save")
-    report(f"built {tag} ({output.stat().st_size / 1e6:.0f} MB archive at {output})")
-    return BuiltImage(tag=tag, archive=output, version=version, key=key)
+    docker_output = output.with_name(
+        output.name.removesuffix(".oci.tar").removesuffix(".tar") + ".docker.tar"
+    )
+    for fmt, path in (("oci-archive", output), ("docker-archive", docker_output)):
+        report(f"archive: podman save --format {fmt} -o {path} (~1 min)")
+        with atomic_path(path) as part:
+            _run(["podman", "save", "--format", fmt, "-o", str(part), tag], report, "podman save")
+    report(f"built {tag}: {output} ({output.stat().st_size / 1e6:.0f} MB), {docker_output}")
+    return BuiltImage(tag=tag, archive=output, docker_archive=docker_output, version=version, key=key)

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import click
-import platformdirs
 
+from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
 from wire.errors import VoicemeshError
 
@@ -22,9 +22,9 @@ def image() -> None:
     """The container image (OCI): build it offline, pin its dependencies."""
 
 
-def pip_cache_dir() -> Path:
-    """This user's pip cache, mounted into the build so a rebuild downloads nothing again."""
-    return Path(os.environ.get("PIP_CACHE_DIR") or platformdirs.user_cache_dir("pip"))
+def downloads_dir() -> Path:
+    """The wheelhouse and pip cache that builds share (per user), so a rebuild downloads nothing."""
+    return paths.home() / "image" / "downloads"
 
 
 @image.command("build")
@@ -38,13 +38,12 @@ def build(tag: str | None, output: Path | None) -> None:
     from infra.image.build import build_image
 
     try:
-        built = build_image(pip_cache=pip_cache_dir(), output=output, tag=tag, report=progress)
+        built = build_image(downloads=downloads_dir(), output=output, tag=tag, report=progress)
     except VoicemeshError as exc:
         die_on_voicemesh_error(exc)
     console.print(f"[green]{built.tag}[/green] is in podman's storage; the archive is {built.archive}")
     console.print(f"  podman load -i {built.archive}")
-    console.print(f"  skopeo copy oci-archive:{built.archive} docker-archive:voicemesh.docker.tar:{built.tag}"
-                  "   # then: docker load -i voicemesh.docker.tar")  # fmt: skip
+    console.print(f"  docker load -i {built.docker_archive}   # keeps the HEALTHCHECK")
 
 
 @image.command("lock")
