@@ -233,7 +233,8 @@ def build_image(
         build_wheel(root, context / "dist", report)
         cmd = [
             # docker format: the only one that records HEALTHCHECK (OCI's image config has no field for it).
-            "buildah", "bud", "--format", "docker", "--isolation", "chroot", "--layers=false", "--tag", tag,
+            "buildah", "bud", "--format", "docker", "--isolation", "chroot", "--layers=false", "--force-rm",
+            "--tag", tag,
             "--volume", f"{pip_cache}:/root/.cache/pip",
             "--volume", f"{wheelhouse}:/var/cache/voicemesh-wheels:ro",
             "--build-arg", f"BASE={base}", "--build-arg", f"VERSION={version}",
