@@ -109,9 +109,12 @@ def _run(cmd: Sequence[str], report: Report, what: str, *, show: Callable[[str],
     """Run ``cmd``, passing the lines ``show`` picks to ``report``; on failure the output's tail
     goes into the error."""
     tail: deque[str] = deque(maxlen=40)
+    # In a pid namespace of its own: when the tool ends (Ctrl-C included), the kernel ends everything it
+    # started there, such as the pip that buildah runs in the image's chroot, in a session of its own.
     proc = subprocess.Popen(
-        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True
-    )
+        ["unshare", "--pid", "--fork", "--kill-child", *cmd],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
