@@ -134,6 +134,21 @@ def _podman_has(image: str) -> bool:
     return subprocess.run(["podman", "image", "exists", image], capture_output=True).returncode == 0
 
 
+def _image_id(image: str) -> str:
+    proc = subprocess.run(
+        ["podman", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _drop_if_untagged(image_id: str) -> None:
+    """The image a rebuild took the tag from (1.2 GB a build); kept if anything still names it."""
+    proc = subprocess.run(["podman", "image", "inspect", "--format", "{{len .RepoTags}}", image_id],
+                          capture_output=True, text=True)  # fmt: skip
+    if proc.returncode == 0 and proc.stdout.strip() == "0":
+        subprocess.run(["podman", "rmi", image_id], capture_output=True)
+
+
 def ensure_base(report: Report) -> str:
     """``localhost/voicemesh-base:bookworm-<digest of the package list>``, made once by mmdebstrap."""
     packages = apt_packages()
@@ -228,6 +243,7 @@ def build_image(
     base = ensure_base(report)
     wheelhouse, pip_cache = downloads / "wheelhouse", downloads / "pip-cache"
     pip_cache.mkdir(parents=True, exist_ok=True)
+    previous = _image_id(tag)
     download_wheelhouse(wheelhouse, report)
     with tempfile.TemporaryDirectory(prefix="voicemesh-image-") as tmp:
         context = Path(tmp)
@@ -253,6 +269,8 @@ def build_image(
                     "--build-arg", "PIP_CERT=/run/voicemesh-build-ca.crt"]  # fmt: skip
         report(f"image: buildah bud {tag} (pip installs the locked dependencies, ~2 min cold)")
         _run([*cmd, str(context)], report, "buildah", show=_is_progress)
+    if previous and previous != _image_id(tag):
+        _drop_if_untagged(previous)
     docker_output = output.with_name(
         output.name.removesuffix(".oci.tar").removesuffix(".tar") + ".docker.tar"
     )
