@@ -7,11 +7,12 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-APT_PACKAGES := espeak-ng sox redis-server chromium
+# podman buildah mmdebstrap umoci skopeo uidmap: `make image` and its test (docs/image.md)
+APT_PACKAGES := espeak-ng sox redis-server chromium podman buildah mmdebstrap umoci skopeo uidmap
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean \
-        bench-setup bench-e2e
+        bench-setup bench-e2e image
 
 setup: system-packages python-env models
 
@@ -47,6 +48,11 @@ bench-setup: python-env
 
 bench-e2e: setup bench-setup
 	$(BIN)/voicemesh bench e2e $(BENCH_ARGS)
+
+# The container image, offline (Debian's packages and PyPI): localhost/voicemesh:<version> and
+# dist/voicemesh-<version>.oci.tar (docs/image.md).
+image: system-packages python-env
+	$(BIN)/voicemesh image build
 
 up: setup
 	$(BIN)/voicemesh up

@@ -34,7 +34,7 @@ from edge.services import EdgeServices
 from edge.settings import BatchSettings
 from edge.speech_batches import view_of
 from edge.speech_stream import SpeechStream
-from edge.webhooks import WebhookFailed, deliver
+from edge.webhooks import WebhookFailed, WebhookRefused, deliver
 from router.api import SessionRouting
 from router.continuation import unvoiced_rest
 from wire.errors import NoRegionAvailable, ProtocolError
@@ -57,7 +57,7 @@ class BatchWorker:
         return self.services.settings.batches
 
     def start(self) -> None:
-        self._http = httpx.AsyncClient(timeout=self.settings.webhook_timeout_s, follow_redirects=False)
+        self._http = self.settings.egress.client(self.settings.webhook_timeout_s)
         self._tasks = [
             asyncio.create_task(self._loop(), name=f"batch-worker-{n}") for n in range(self.settings.workers)
         ]
@@ -211,7 +211,7 @@ class BatchWorker:
             await deliver(self._http, job.webhook_url, job.webhook_secret, event_id, body)
         except WebhookFailed as exc:
             attempts = await self.store.webhook_tried(claim.job_id, "pending", str(exc))
-            if attempts >= self.settings.webhook_attempts:
+            if attempts >= self.settings.webhook_attempts or isinstance(exc, WebhookRefused):
                 await self.store.webhook_tried(claim.job_id, "failed", str(exc), count=False)
                 await self.store.done_with(claim)
                 log.warning(

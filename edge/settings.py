@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from edge.egress import ALLOW_ENV, EgressPolicy, Network, parse_networks
 from edge.voices import CPU_VOICES, VoiceTable
 
 
@@ -154,6 +155,15 @@ class BatchSettings:
     webhook_attempts: int = 8
     """Deliveries tried (on a non-2xx answer or no answer) before the webhook is given up."""
     webhook_timeout_s: float = 10.0
+    webhook_allow: tuple[Network, ...] = field(
+        default_factory=lambda: parse_networks(os.environ.get(ALLOW_ENV, ""))
+    )
+    """Non-public networks webhooks may go to all the same (local receivers); every other
+    loopback, private, link-local or multicast address is refused (``edge/egress.py``)."""
+
+    @property
+    def egress(self) -> EgressPolicy:
+        return EgressPolicy(self.webhook_allow)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import msgspec
 from edge.audio_api import SpeechParams, check_speech
 from edge.auth import Principal
 from edge.batch_store import FINAL, BatchStore, ItemSpec, JobRecord
+from edge.egress import ALLOW_ENV, EgressPolicy
 from edge.events import new_id
 from edge.json_body import typed_body
 from edge.limits import InvalidParam
@@ -62,12 +63,18 @@ def parse_body(raw: bytes, content_type: str, query: dict[str, str]) -> BatchPar
     return BatchParams(items=items, webhook=webhook)
 
 
-def _check_webhook(webhook: WebhookParams) -> WebhookParams:
+def _check_webhook(webhook: WebhookParams, egress: EgressPolicy) -> WebhookParams:
     parts = urlsplit(webhook.url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidParam("webhook.url must be an http(s) URL", param="webhook.url")
     if len(webhook.url) > 2048:
         raise InvalidParam("webhook.url is over 2048 characters", param="webhook.url")
+    if refused := egress.check_url(webhook.url):
+        raise InvalidParam(
+            f"webhook.url: {refused}; webhooks go to public addresses only "
+            f"(an operator allows a local receiver with {ALLOW_ENV})",
+            param="webhook.url",
+        )
     secret = webhook.secret or new_secret()
     if len(secret) < 24 or len(secret) > 256:
         raise InvalidParam(f"webhook.secret must be 24 to 256 characters (e.g. {SECRET_PREFIX}...)",
@@ -110,7 +117,8 @@ async def make_job(
             input=item.input, voice=label, region_voice=req.region_voice, custom_voice=custom,
             response_format=item.response_format, speed=item.speed,
         ))  # fmt: skip
-    webhook = _check_webhook(params.webhook) if params.webhook is not None else None
+    egress = services.settings.batches.egress
+    webhook = _check_webhook(params.webhook, egress) if params.webhook is not None else None
     residency = narrow(principal.policy.residency, principal.residency)
     job = JobRecord(
         id=new_id("batch"), key_id=principal.key_id, created_at=int(time.time()), total=len(specs),

@@ -15,12 +15,18 @@ import secrets
 import time
 
 import httpx
+from httpx_secure import SSRFProtectionError
 
 SECRET_PREFIX = "whsec_"
 
 
 class WebhookFailed(Exception):
     """A delivery the receiver did not acknowledge with a 2xx (or never answered)."""
+
+
+class WebhookRefused(WebhookFailed):
+    """A delivery the edge would not make: the receiver's address is not one webhooks may reach
+    (``edge/egress.py``). Trying again would not change that."""
 
 
 def new_secret() -> str:
@@ -52,10 +58,14 @@ async def deliver(http: httpx.AsyncClient, url: str, secret: str, event_id: str,
     """One delivery; ``WebhookFailed`` unless the receiver answered 2xx."""
     try:
         reply = await http.post(url, content=body, headers=signed_headers(secret, event_id, body))
+    except SSRFProtectionError as exc:
+        raise WebhookRefused(
+            f"refused: {exc.hostname} resolved to {exc.ip_addr}, not a public address"
+        ) from exc
     except httpx.HTTPError as exc:
         raise WebhookFailed(f"{type(exc).__name__}: {exc}") from exc
     if not reply.is_success:
         raise WebhookFailed(f"HTTP {reply.status_code}")
 
 
-__all__ = ["WebhookFailed", "deliver", "new_secret", "signed_headers", "signing_key"]
+__all__ = ["WebhookFailed", "WebhookRefused", "deliver", "new_secret", "signed_headers", "signing_key"]

@@ -18,6 +18,7 @@ pytest_plugins = [
     "tests.fixtures.infra",
     "tests.fixtures.drills",
     "tests.fixtures.webhooks",
+    "tests.fixtures.image",
 ]
 
 HEAVY_FIXTURES = frozenset(
@@ -26,6 +27,7 @@ HEAVY_FIXTURES = frozenset(
         "speech",  # espeak-ng, a system package
         "redis_url",  # a real redis-server
         "terraform",  # the Terraform toolchain from PyPI
+        "voicemesh_image",  # the container image: podman, buildah, mmdebstrap, umoci (minutes to build)
     }
 )
 

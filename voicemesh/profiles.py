@@ -14,7 +14,7 @@ from edge.settings import ContentLimits
 from edge.voices import CPU_VOICES, GPU_VOICES, VoiceTable
 from region.settings import FULL_WINDOW_FRAMES, LlmSettings, SttSettings, TtsSettings
 from voicemesh import paths
-from voicemesh.models.catalog import SMOLLM2_HF
+from voicemesh.models.catalog import KOKORO_FP32, QWEN3_8B, SMOLLM2_HF, WHISPER_LARGE_V3
 from voicemesh.models.fetch import runtime_python
 
 PROFILES = ("cpu", "gpu")
@@ -262,17 +262,24 @@ def cpu_profile() -> Profile:
 
 
 def gpu_profile() -> Profile:
-    """Production models. Weights are placed by the operator (see infra/README.md) under
-    ``VOICEMESH_GPU_MODELS`` (default /models); the model ids are what vLLM and faster-whisper use."""
-    models = Path(os.environ.get("VOICEMESH_GPU_MODELS", "/models"))
+    """Production models, every one under the models directory (``$VOICEMESH_HOME/models``, the
+    model volume in Kubernetes), filled by ``voicemesh models fetch --profile gpu --source URL`` from
+    the operator's mirror: nothing is pulled from a model hub when a process starts."""
+    models = paths.models_dir()
     return Profile(
         name="gpu",
         description=(
             "Production: Qwen3-8B on vLLM (CUDA), Whisper large-v3 fp16, Kokoro-82M fp32 on onnxruntime-gpu"
         ),
-        stt=SttSettings(model="large-v3", device="cuda", compute_type="float16", cpu_threads=4, beam_size=5),
+        stt=SttSettings(
+            model=str(models / WHISPER_LARGE_V3.name),
+            device="cuda",
+            compute_type="float16",
+            cpu_threads=4,
+            beam_size=5,
+        ),
         llm=LlmSettings(
-            model="Qwen/Qwen3-8B",
+            model=str(models / QWEN3_8B.name),
             served_name="qwen3-8b",
             runtime_python=str(runtime_python()),
             vllm_args=(
@@ -284,21 +291,21 @@ def gpu_profile() -> Profile:
                 "0.85",
                 *TOOL_PARSER_ARGS,
             ),
-            vllm_env={"HF_HOME": str(models / "hf")},
+            vllm_env={"HF_HUB_OFFLINE": "1"},
             # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
             chat_template_kwargs={"enable_thinking": False},
             nice=_llm_nice(),
         ),
         tts=TtsSettings(
-            model=str(models / "kokoro" / "kokoro-v1.0.onnx"),
-            voices=str(models / "kokoro" / "voices-v1.0.bin"),
+            model=str(models / KOKORO_FP32.name / "kokoro-v1.0.onnx"),
+            voices=str(models / KOKORO_FP32.name / "voices-v1.0.bin"),
             providers=("CUDAExecutionProvider", "CPUExecutionProvider"),
             default_voice="af_heart",
             lang="en-us",
             intra_op_threads=4,
             first_chunk_words=_first_chunk_words(),
         ),
-        edge=_edge_models(paths.models_dir()),
+        edge=_edge_models(models),
         voices=GPU_VOICES,
     )
 

@@ -27,6 +27,7 @@ import pytest_asyncio
 
 from edge.auth import key_id
 from edge.batch_store import BatchStore
+from edge.egress import parse_networks
 from edge.key_store import redis_client
 from edge.server import EdgeTask
 from edge.services import EdgeServices
@@ -43,8 +44,9 @@ WAIT_S = 60.0
 
 FAST = BatchSettings(
     workers=1, max_items=5, lease_s=10.0, poll_s=0.05, retry_s=0.05, max_retry_s=0.2,
-    webhook_attempts=3, webhook_timeout_s=5.0,
+    webhook_attempts=3, webhook_timeout_s=5.0, webhook_allow=parse_networks("127.0.0.1/32"),
 )  # fmt: skip
+"""The receivers are on loopback: the operator's allowlist lets them in (``VOICEMESH_WEBHOOK_ALLOW``)."""
 
 
 def spoken(*clauses: str, region: str = "r1") -> list[ScriptStep]:
@@ -327,6 +329,48 @@ async def test_a_receiver_that_never_answers_2xx_is_given_up(
                                "last_error": "HTTP 500"}  # fmt: skip
     await asyncio.sleep(10 * FAST.poll_s)
     assert len(hook.deliveries) == FAST.webhook_attempts
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"),
+    [
+        ("127.0.0.1", "a loopback"), ("[::1]", "a loopback"), ("10.1.2.3", "a private"),
+        ("172.16.0.9", "a private"), ("192.168.1.1", "a private"), ("[fd00::1]", "a private"),
+        ("169.254.169.254", "a link-local"), ("[fe80::1]", "a link-local"), ("224.0.0.251", "a multicast"),
+        ("[ff02::1]", "a multicast"), ("0.0.0.0", "an unspecified"), ("100.64.0.1", "a non-public"),
+        ("[::ffff:10.0.0.1]", "a private"),
+    ],
+)  # fmt: skip
+async def test_a_webhook_to_a_non_public_address_is_refused_when_given(
+    edge_of: EdgeOf, host: str, kind: str
+) -> None:
+    """Refused at once, with the reason (nothing is sent: the address is only read). Loopback is
+    refused here because this edge's allowlist is empty."""
+    edge = await edge_of(batches=replace(FAST, webhook_allow=()))
+    reply = await edge.http.post(
+        "/v1/speech/batches", json={"items": [item()], "webhook": {"url": f"http://{host}:8080/hook"}},
+        headers=_auth(KEY),
+    )  # fmt: skip
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == "webhook.url" and f"{kind} address" in error["message"], error
+    assert edge.router.turns == []  # no job was made
+
+
+async def test_a_name_that_resolves_to_a_refused_address_is_refused_at_connection(
+    edge_of: EdgeOf, webhook_receiver: WebhookReceiverFactory
+) -> None:
+    """The check that matters is on the address connected to: a name (``localhost``, resolving to
+    loopback as a rebinding name would) passes the first look, and its delivery is refused at
+    connection, at once, not retried; the receiver hears nothing."""
+    edge, hook = await edge_of(batches=replace(FAST, webhook_allow=())), await webhook_receiver()
+    named = hook.url.replace("127.0.0.1", "localhost")
+    made = await edge.made({"items": [item()], "webhook": {"url": named}})
+    view = await edge.settled(made["id"])
+    assert view["webhook"]["status"] == "failed" and view["webhook"]["attempts"] == 1, view["webhook"]
+    assert "not a public address" in view["webhook"]["last_error"]
+    await asyncio.sleep(10 * FAST.poll_s)
+    assert hook.deliveries == []
 
 
 async def test_a_receiver_nobody_listens_on_is_retried_then_given_up(edge_of: EdgeOf) -> None:

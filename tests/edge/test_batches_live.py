@@ -27,6 +27,8 @@ import numpy as np
 import openai
 import pytest
 
+from edge.egress import ALLOW_ENV, parse_networks
+from edge.settings import BatchSettings
 from edge.stages import read_stages
 from tests.fixtures.common import free_port, run_example
 from tests.fixtures.edge import EdgeFactory, RunningEdge, serve_edge
@@ -44,6 +46,8 @@ TURNS_EACH = 5
 ANSWER_TOKENS = 12
 TIMEOUT_S = 240.0
 MAX_RATIO = 1.2
+LOOPBACK_HOOKS = BatchSettings(webhook_allow=parse_networks("127.0.0.1/32"))
+"""The receivers are on loopback: the operator's allowlist lets them in (``edge/egress.py``)."""
 SECRET = "whsec_" + "dm9pY2VtZXNoLWJhdGNoLWxpdmUtdGVzdC1zZWNyZXQ="
 SUBJECTS = ["cat", "river", "lantern", "garden", "violin", "harbor", "meadow", "comet", "bakery", "forest",
             "kettle", "mountain", "library", "pebble", "orchard", "lighthouse", "rabbit", "glacier", "market",
@@ -146,7 +150,7 @@ async def test_a_batch_never_slows_a_live_caller(
     webhook_receiver: WebhookReceiverFactory, say: Callable[[str], FloatAudio],
 ) -> None:  # fmt: skip
     region = region_factory("batch-live")
-    edge = await edge_factory([region], store_url=own_db(redis_url, 1))
+    edge = await edge_factory([region], store_url=own_db(redis_url, 1), batches=LOOPBACK_HOOKS)
     receiver = await webhook_receiver()
     question = say(QUESTION)
     headers = {"Authorization": f"Bearer {edge.api_key}"}
@@ -194,7 +198,7 @@ async def test_a_batch_never_slows_a_live_caller(
 def start_edge(
     port: int, region: RunningRegion, region_keys: Path, store_url: str, log: Path, key: str
 ) -> Any:
-    env = {"VOICEMESH_API_KEY": key, "VOICEMESH_BATCH_LEASE_S": "4"}
+    env = {"VOICEMESH_API_KEY": key, "VOICEMESH_BATCH_LEASE_S": "4", ALLOW_ENV: "127.0.0.1/32"}
     return serve_edge(port, [region], region_keys, store_url, log, env=env)
 
 
@@ -251,7 +255,9 @@ async def test_the_readme_example_runs_against_the_edge(
 ) -> None:  # fmt: skip
     """``examples/speech_batch.py`` as a user runs it: a job, its progress, each item's WAV, and
     the webhook signed with the secret it printed."""
-    edge = await edge_factory([region_factory("batch-live")], store_url=own_db(redis_url, 3))
+    edge = await edge_factory(
+        [region_factory("batch-live")], store_url=own_db(redis_url, 3), batches=LOOPBACK_HOOKS
+    )
     receiver = await webhook_receiver()
     out = tmp_path / "batch-out"
     text = await run_example(

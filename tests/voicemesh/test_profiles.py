@@ -28,9 +28,9 @@ def test_gpu_profile_is_one_setting_away(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("VOICEMESH_PROFILE", "gpu")
     prof = load_profile()
     assert prof.name == "gpu"
-    assert prof.llm.model.startswith("Qwen/Qwen3")
+    assert Path(prof.llm.model).name == "qwen3-8b" and prof.llm.served_name == "qwen3-8b"
     assert prof.llm.chat_template_kwargs == {"enable_thinking": False}
-    assert prof.stt.model == "large-v3" and prof.stt.device == "cuda"
+    assert Path(prof.stt.model).name == "whisper-large-v3" and prof.stt.device == "cuda"
     assert prof.tts.providers[0] == "CUDAExecutionProvider"
     assert "--max-model-len" in prof.llm.vllm_args
 

