@@ -62,6 +62,17 @@ class LlmStartError(ProcessStartError):
     code = "llm_start_failed"
 
 
+def vllm_argv(settings: LlmSettings, *, python: str, host: str, port: str, model: str = "") -> list[str]:
+    """vLLM's OpenAI server with a profile's model and flags (the tool-call parser included): what
+    ``voicemesh llm serve`` runs here and the cloud's vLLM container runs (``voicemesh/workloads.py``)."""
+    return [
+        python, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", model or settings.model, "--served-model-name", settings.served_name,
+        "--host", host, "--port", port,
+        *settings.vllm_args,
+    ]  # fmt: skip
+
+
 class VllmServer:
     """One vLLM process: ``start()`` returns once it serves, ``stop()`` ends it and its children."""
 
@@ -95,21 +106,7 @@ class VllmServer:
         # Niceness set at exec is inherited by every thread and process vLLM makes (its engine core,
         # its OpenMP workers); a renice after start would race the threads it creates.
         niced = ["nice", "-n", str(s.nice)] if s.nice else []
-        return [
-            *niced,
-            s.runtime_python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            s.model,
-            "--served-model-name",
-            s.served_name,
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            *s.vllm_args,
-        ]
+        return [*niced, *vllm_argv(s, python=s.runtime_python, host=self.host, port=str(self.port))]
 
     def _check_installed(self) -> None:
         s = self.settings

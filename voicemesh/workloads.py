@@ -19,7 +19,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any
+
+from voicemesh import paths
+from voicemesh.llm_server import vllm_argv
+from voicemesh.models.catalog import VLLM_IMAGES
+from voicemesh.models.fetch import runtime_python
+from voicemesh.profiles import load_profile
 
 PLACEHOLDERS = ("{id}", "{port}", "{location}", "{llm_url}", "{redis_url}", "{model_source}")
 
@@ -27,6 +34,10 @@ INSTANCE_FLAGS = frozenset(
     {"--id", "--host", "--port", "--location", "--llm-url", "--store-url", "--redis-url"}
 )
 """Flags whose values are per instance or per deployment (compared by presence and position only)."""
+
+CONTAINER_ONLY_ENV = frozenset({"HOME"})
+"""Set in a container for the image it runs (where a process may write), not a setting of the process:
+not compared."""
 
 DIR_MOUNTS = frozenset({"models", "tls"})
 """Mounts that are directories; every other mount is one file (in Kubernetes, one key of a Secret or
@@ -157,10 +168,42 @@ def edge(layout: Layout, s: Settings) -> Process:
 
 
 def llm(layout: Layout, s: Settings) -> Process:
-    """``voicemesh llm serve``: vLLM with the profile's flags (tool-call parser included) from the
-    runtime ``voicemesh models fetch`` installs, on loopback beside the region that uses it."""
-    argv = (layout.voicemesh, "llm", "serve", "--host", LOOPBACK, "--port", "{port}", "--profile", s.profile)
-    return Process(argv, _home_env(layout), {"models": layout.mount("models")})
+    """vLLM with the profile's model and flags (tool-call parser included), on loopback beside the
+    region that uses it. Here ``voicemesh llm serve`` runs it from the runtime ``voicemesh models
+    fetch`` installs; in a pod, vLLM's own image (``VLLM_IMAGES``, the same version) runs the same
+    command line (``voicemesh.llm_server.vllm_argv``)."""
+    mounts = {"models": layout.mount("models")}
+    if layout.target == "local":
+        argv = (
+            layout.voicemesh,
+            "llm",
+            "serve",
+            "--host",
+            LOOPBACK,
+            "--port",
+            "{port}",
+            "--profile",
+            s.profile,
+        )
+        return Process(argv, _home_env(layout), mounts)
+    # vLLM's image expects root's HOME for its caches; the pod runs it as the image user's uid.
+    env = {**vllm_env(s.profile), "HOME": "/tmp"}
+    return Process(tuple(vllm_command(s.profile, layout, "python3", LOOPBACK, "{port}")), env, mounts)
+
+
+def vllm_command(profile: str, layout: Layout, python: str, host: str, port: str) -> list[str]:
+    """What runs vLLM for ``profile`` in ``layout``: its weights found on the layout's model volume."""
+    settings = load_profile(profile).llm
+    try:
+        relative = PurePosixPath(settings.model).relative_to(paths.models_dir().as_posix())
+    except ValueError:
+        raise ValueError(f"the {profile} profile's LLM {settings.model} is not on the model volume") from None
+    model = posixpath.join(layout.mount("models"), str(relative))
+    return vllm_argv(settings, python=python, host=host, port=port, model=model)
+
+
+def vllm_env(profile: str) -> dict[str, str]:
+    return dict(load_profile(profile).llm.vllm_env)
 
 
 def model_fetch(layout: Layout, s: Settings) -> Process:
@@ -189,8 +232,13 @@ def workloads(layout: Layout, s: Settings) -> dict[str, dict[str, Any]]:
 
 
 def k8s_tfvars(s: Settings) -> dict[str, Any]:
-    """``workloads.auto.tfvars.json`` of envs/k8s-render and envs/cloud-workloads."""
-    return {"workloads": workloads(k8s_layout(), s), "region_capacity": s.max_concurrent}
+    """``workloads.auto.tfvars.json`` of envs/k8s-render and envs/cloud-workloads: the processes,
+    and the vLLM image of the profile's version."""
+    return {
+        "workloads": workloads(k8s_layout(), s),
+        "region_capacity": s.max_concurrent,
+        "llm_image": VLLM_IMAGES[s.profile],
+    }
 
 
 # -- drift ---------------------------------------------------------------------------------------
@@ -222,8 +270,10 @@ def normalize(p: Rendered, layout: Layout) -> tuple[tuple[str, ...], dict[str, s
     argv = list(p.argv)
     if argv and argv[0] == layout.voicemesh:
         argv[0] = "<voicemesh>"
+    elif argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]:
+        argv[0] = "<python>"  # the runtime's interpreter here, the vLLM image's in a pod
     out = ["<value>" if i and argv[i - 1] in INSTANCE_FLAGS else name(a) for i, a in enumerate(argv)]
-    env = {k: name(v) for k, v in p.env.items()}
+    env = {k: name(v) for k, v in p.env.items() if k not in CONTAINER_ONLY_ENV}
     return tuple(out), env, tuple(sorted(p.mounts))
 
 
@@ -247,12 +297,20 @@ def differences(
     return found
 
 
-def rendered_local(commands: Mapping[str, Any]) -> dict[str, Rendered]:
-    """The local env's ``commands`` output (one instance of each process) as :class:`Rendered`."""
-    return {
+def rendered_local(commands: Mapping[str, Any], layout: Layout) -> dict[str, Rendered]:
+    """The local env's ``commands`` output (one instance of each process) as :class:`Rendered`; the
+    LLM as the vLLM command line its ``voicemesh llm serve --host H --port P --profile X`` runs."""
+    found = {
         name: Rendered(argv=list(c["argv"]), env=dict(c["env"]), mounts=list(c["mounts"]))
         for name, c in commands.items()
     }
+    if "llm" in found:
+        argv = found["llm"].argv
+        flag = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
+        python = str(runtime_python())
+        command = vllm_command(flag["--profile"], layout, python, flag["--host"], flag["--port"])
+        found["llm"] = Rendered(argv=command, env=vllm_env(flag["--profile"]), mounts=found["llm"].mounts)
+    return found
 
 
 K8S_CONTAINERS = {

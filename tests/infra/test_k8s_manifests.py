@@ -17,6 +17,7 @@ from infra.manifests import K8S_VERSION, describe, problems, validate_all
 from infra.render import render_k8s
 from infra.tooling import Toolchain
 from voicemesh import workloads
+from voicemesh.models.catalog import VLLM_IMAGES, VLLM_VERSION
 
 Objects = dict[str, list[dict[str, Any]]]
 
@@ -125,6 +126,10 @@ def test_each_cluster_starts_with_its_namespace_and_names_each_object_once(
         assert len(keys) == len(set(keys)), f"{region}: an object twice"
 
 
+def _container(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in pod["containers"] if c["name"] == name)
+
+
 def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]) -> None:
     """The models every pod reads are on the model volume, filled by the model-fetch init container
     from the bucket mirror (VOICEMESH_MODEL_SOURCE), never downloaded by the serving containers."""
@@ -134,8 +139,14 @@ def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]
     for name in ("llm", "region"):
         assert mounts[name]["models"]["mountPath"] == f"{workloads.CONTAINER_HOME}/models"
         assert mounts[name]["models"]["readOnly"] is True
-        container = next(c for c in region["containers"] if c["name"] == name)
-        assert {e["name"]: e["value"] for e in container["env"]}["VOICEMESH_HOME"] == workloads.CONTAINER_HOME
+    region_env = {e["name"]: e["value"] for e in _container(region, "region")["env"]}
+    assert region_env["VOICEMESH_HOME"] == workloads.CONTAINER_HOME
+    # vLLM's own image of the project's vLLM version reads the weights from the volume, offline.
+    llm = _container(region, "llm")
+    assert llm["image"] == VLLM_IMAGES["gpu"] and llm["image"].endswith(f":v{VLLM_VERSION}")
+    model = llm["command"][llm["command"].index("--model") + 1]
+    assert model == f"{workloads.CONTAINER_HOME}/models/qwen3-8b"
+    assert {e["name"]: e["value"] for e in llm["env"]}["HF_HUB_OFFLINE"] == "1"
     cache = _find(objects, "DaemonSet", "region-eu-west-model-cache")["spec"]["template"]["spec"]
     fetch = next(c for c in cache["initContainers"] if c["name"] == "fetch")
     assert fetch["command"] == ["voicemesh", "models", "fetch", "--profile", "gpu", "--no-runtime"]

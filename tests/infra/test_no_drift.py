@@ -42,7 +42,7 @@ def _local(terraform: Toolchain, settings: workloads.Settings, tmp: Path) -> dic
         "max_concurrent": settings.max_concurrent,
     }
     outputs = planned_outputs(terraform, "local", variables, tmp / "plan")
-    return rendered_local(outputs["commands"])
+    return rendered_local(outputs["commands"], layout)
 
 
 def _k8s(terraform: Toolchain, tfvars: dict[str, Any], tmp: Path) -> dict[str, dict[str, Rendered]]:
@@ -66,7 +66,9 @@ def test_local_and_kubernetes_run_the_same_processes(
     edge, llm = local["edge"].argv, local["llm"].argv
     assert edge[edge.index("--profile") + 1] == profile
     assert {"--location", "--redis-url", "--store-url", "--api-keys-file", "--admin-keys-file"} <= set(edge)
-    assert llm[1:3] == ["llm", "serve"]  # vLLM's flags (tool-call parser included) come from the profile
+    # vLLM's flags (the tool-call parser included) come from the profile, on both sides.
+    assert llm[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert {"--enable-auto-tool-choice", "--tool-call-parser"} <= set(llm)
 
 
 def test_a_change_on_one_side_is_reported(terraform: Toolchain, tmp_path: Path) -> None:

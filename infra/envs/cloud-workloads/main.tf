@@ -37,6 +37,7 @@ module "objects" {
   workloads       = var.workloads
   region_capacity = var.region_capacity
   image           = var.image
+  llm_image       = var.llm_image
   model_source    = var.model_source
 }
 

@@ -30,3 +30,8 @@ variable "model_source" {
   description = "The bucket mirror of the models (docs/deploy.md), e.g. https://storage.googleapis.com/PROJECT-voicemesh-models/v1."
   type        = string
 }
+
+variable "llm_image" {
+  description = "vLLM's image of the profile's vLLM version: `voicemesh infra render` writes it beside the workloads."
+  type        = string
+}

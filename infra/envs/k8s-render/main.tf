@@ -11,6 +11,7 @@ module "objects" {
   regions         = var.regions
   workloads       = var.workloads
   image           = var.image
+  llm_image       = var.llm_image
   model_source    = var.model_source
   region_capacity = var.region_capacity
   edge_tls_secret = var.edge_tls_secret

@@ -45,3 +45,8 @@ variable "pod_monitor" {
   type    = bool
   default = true
 }
+
+variable "llm_image" {
+  description = "vLLM's image of the profile's vLLM version: `voicemesh infra render` writes it beside the workloads."
+  type        = string
+}

@@ -26,6 +26,7 @@ module "region" {
   region_id      = each.key
   namespace      = var.namespace
   image          = var.image
+  llm_image      = var.llm_image
   workloads      = { region = var.workloads.region, llm = var.workloads.llm, model_fetch = var.workloads.model_fetch }
   model_source   = var.model_source
   secrets        = local.secrets

@@ -123,6 +123,7 @@ locals {
   }
 
   llm_container = merge(module.pod.containers.llm, {
+    image = var.llm_image
     # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).
     resources = { limits = { "nvidia.com/gpu" = "1" } }
     startupProbe = {

@@ -9,7 +9,12 @@ variable "namespace" {
 }
 
 variable "image" {
-  description = "The voicemesh image: `voicemesh region serve`, `voicemesh llm serve` (with the gpu profile's vLLM runtime) and `voicemesh models fetch`."
+  description = "The voicemesh image: `voicemesh region serve` and `voicemesh models fetch`."
+  type        = string
+}
+
+variable "llm_image" {
+  description = "vLLM's image of the profile's vLLM version (voicemesh.models.catalog.VLLM_IMAGES; `voicemesh infra render` writes it): it runs the profile's vLLM command line."
   type        = string
 }
 
