@@ -19,10 +19,16 @@ output "processes" {
     { for id in keys(local.edges) :
       "module.edge[\"${id}\"].module.process.null_resource.process" => module.edge[id].process
     },
+    { for fd in module.frontdoor : "module.frontdoor[0].module.process.null_resource.process" => fd.process },
   )
 }
 
 output "edges" {
   description = "One record per edge: id, url, location."
   value       = [for id in sort(keys(local.edges)) : module.edge[id].edge]
+}
+
+output "frontdoor" {
+  description = "The front door (url: what clients use; stats_url: its /health and /stats), or null without edges."
+  value       = length(module.frontdoor) > 0 ? module.frontdoor[0].frontdoor : null
 }
