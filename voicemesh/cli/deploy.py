@@ -2,8 +2,9 @@
 
 ``up``: models (if missing) -> Terraform ``local`` env (one shared vLLM or a given LLM, the
 regions, one redis-server, ``--edges`` edges on the ports after ``--port``, each at its own
-pseudo-location, and the front door: HAProxy on ``--port``, the one URL clients use). Foreground: it then supervises (a region that dies is re-provisioned through
-Terraform) until Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
+pseudo-location, and the front door: HAProxy on ``--port``, the one URL clients use).
+Foreground: it then supervises (a process that dies is re-provisioned through Terraform) until
+Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
 ``voicemesh supervise`` doing that in the background until ``voicemesh down``.
 
 Whatever happens (a signal at any step, an error, a SIGKILL), what ``up`` starts is recorded first
@@ -143,7 +144,7 @@ async def _supervise_forever() -> None:
 @cli.command("up")
 @click.option("--regions", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--edges", type=click.IntRange(1, 4), default=2, show_default=True,
-              help="Edges behind the front door, on the ports after --port, each at its own pseudo-location.")  # fmt: skip
+              help="Edges behind the front door (ports after --port), each at its own location.")  # fmt: skip
 @click.option("--llm-url", default=None, help="Share this OpenAI-compatible LLM instead of starting vLLM.")
 @click.option("--port", default=8080, show_default=True, type=int,
               help="Where clients connect: the front door (HAProxy); the edges take the next ports, its "
@@ -233,7 +234,9 @@ def _announce(edges: list[dict[str, object]], frontdoor: dict[str, object] | Non
     console.print(f"[green]voicemesh is up[/green]: {len(edges)} edge(s) behind the front door")
     if frontdoor:
         console.print(f"  clients:  ws{front[4:]}/v1/realtime  (the front door, HAProxy)")
-        console.print(f"  frontdoor health: {frontdoor['stats_url']}/health   stats: {frontdoor['stats_url']}/stats")
+        console.print(
+            f"  frontdoor health: {frontdoor['stats_url']}/health   stats: {frontdoor['stats_url']}/stats"
+        )
     for e in sorted(edges, key=lambda e: str(e["url"])):
         url = str(e["url"])
         loc = e.get("location") or {}

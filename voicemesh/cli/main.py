@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "drill",
     "keys",
     "bench_e2e",
+    "bench_edge_kill",
 )
 
 
