@@ -7,7 +7,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-APT_PACKAGES := espeak-ng sox redis-server chromium
+APT_PACKAGES := espeak-ng sox redis-server chromium haproxy
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean \

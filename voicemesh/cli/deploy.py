@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shutil
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -221,10 +220,12 @@ def up(
 
 
 def _haproxy() -> str:
-    exe = shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.access(p, os.X_OK)), None)
-    if exe is None:
-        fail("haproxy is not installed (the front door): `apt-get install haproxy`, or `make setup`")
-    return exe
+    from voicemesh.drills.frontdoor import FrontDoorError, haproxy_executable
+
+    try:
+        return haproxy_executable()
+    except FrontDoorError as exc:
+        fail(exc.message)
 
 
 def _announce(edges: list[dict[str, object]], frontdoor: dict[str, object] | None) -> None:
