@@ -58,10 +58,12 @@ def edge_kill(
             fail(f"run {i + 1}: {exc}; `voicemesh infra status` shows the deployment's state")
         results.append(run)
         console.print(
-            f"  killed {run.killed}: silence {_fmt(run.silence_s)} s (raw gap {_fmt(run.raw_gap_s)} s; "
-            f"session.created +{_fmt(run.session_created_s)}, resumed +{_fmt(run.resumed_s)}, "
-            f"continuation audio +{_fmt(run.continuation_audio_s)} s after the kill); {run.status}; "
-            f"continuation: {run.continuation.strip()[:60]!r}"
+            f"  killed {run.killed}: silence {_fmt(run.silence_s)} s (raw gap {_fmt(run.raw_gap_s)} s, "
+            f"longest after the kill {_fmt(run.longest_silence_s)} s; after the kill: session.created "
+            f"+{_fmt(run.session_created_s)}, resumed +{_fmt(run.resumed_s)}, response.created "
+            f"+{_fmt(run.after_kill.get('response.created'))}, "
+            f"first audio +{_fmt(run.continuation_audio_s)} s); "
+            f"{run.status}; continuation: {run.continuation.strip()[:60]!r}"
         )
         if i + 1 < runs:
             asyncio.run(asyncio.sleep(settle_s))

@@ -6,12 +6,14 @@ the answer's audio flows, SIGKILLs the edge serving the session (found by the ed
 killed by its pid file), and follows the SDK through its reconnect to another edge, the resume
 (``voicemesh.session.resumed``) and the continuation of the cut answer to its ``response.done``.
 
-The figure is the silence the caller heard, as the drills define the failover gap
-(``voicemesh.drills.slo.failover_gap``): a real-time player started at the first audio chunk, so the
-audio already buffered at the client when the edge died plays on and counts in the caller's favour.
-The raw gap (last audio delta before the kill to the first one after it) is kept beside it, with
+The figure is the silence the caller heard before the answer went on: a real-time player started at
+the first audio chunk (``voicemesh.drills.records``, as in the drills' failover gap), so the audio
+already buffered at the client when the edge died plays on and counts in the caller's favour; the
+silence runs from the moment that player ran out to the continuation's first audio delta. Kept
+beside it: the raw gap (the last audio delta before the kill to the first after it), the drills'
+failover gap (the longest silence after the kill, stalls within the continuation included), and
 where the time went: the kill to the SDK's new ``session.created``, to ``resumed``, to the first
-audio of the continuation.
+events of the continuation.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingO
 
 from infra.processes import read_pid
 from voicemesh.drills.faults import FaultMark
-from voicemesh.drills.records import TurnRecord
+from voicemesh.drills.records import TurnRecord, playback_end
 from voicemesh.drills.slo import failover_gap
 from voicemesh.processes import kill_tree
 from voicemesh.realtime import client, delta_seconds, pcm_chunks, send_audio, session_config, tick
@@ -81,7 +83,12 @@ class KillRun:
     raw_gap_s: float | None = None
     """The last audio delta before the kill -> the first after it."""
     silence_s: float | None = None
-    """What the caller heard: the longest silence a real-time player played after the kill."""
+    """What the caller heard: from when its player ran out of the audio it had to the continuation's
+    first audio delta (0 when that came before the player ran out)."""
+    longest_silence_s: float | None = None
+    """The drills' failover gap: the longest silence a real-time player played after the kill."""
+    after_kill: dict[str, float] = field(default_factory=dict)
+    """Each event type's first arrival after the kill, seconds after it."""
     arrivals: list[tuple[float, float]] = field(default_factory=list, repr=False)
     events: list[str] = field(default_factory=list, repr=False)
 
@@ -147,6 +154,8 @@ class _Turn:
         run, kind = self.run, str(getattr(event, "type", ""))
         run.events.append(kind)
         killed = bool(run.kill_at)
+        if killed:
+            run.after_kill.setdefault(kind, round(self.now() - run.kill_at, 3))
         if kind == "session.created":
             if not self.session_id:
                 self.session_id = str((event.session.model_extra or {}).get("id", ""))
@@ -233,14 +242,15 @@ def _finish(turn: _Turn) -> KillRun:
     run = turn.run
     if not run.kill_at:
         raise EdgeKillError("the edge was never killed (the answer had too little audio)")
-    before = [at for at, _ in run.arrivals if at < run.kill_at]
+    before = [a for a in run.arrivals if a[0] < run.kill_at]
     after = [at for at, _ in run.arrivals if at >= run.kill_at]
     if before and after:
-        run.raw_gap_s = after[0] - before[-1]
+        run.raw_gap_s = after[0] - before[-1][0]
+        run.silence_s = max(0.0, after[0] - playback_end(before))
     record = TurnRecord(
         caller=0, turn=1, session_id=turn.session_id, text=QUESTION, voice="", speech_start=0.0,
         speech_end=1e-9, status=run.status, done=turn.now(), arrivals=run.arrivals,
         audio_s=sum(seconds for _, seconds in run.arrivals),
     )  # fmt: skip
-    run.silence_s = failover_gap(record, FaultMark(at=run.kill_at, kind="SIGKILL", region=run.killed))
+    run.longest_silence_s = failover_gap(record, FaultMark(at=run.kill_at, kind="SIGKILL", region=run.killed))
     return run
