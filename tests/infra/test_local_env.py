@@ -8,7 +8,6 @@ down with `voicemesh down`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from infra.processes import is_alive
 from tests.fixtures.common import SpeechFactory
 from tests.fixtures.infra import LocalDeployment
 from voicemesh.drills.edge_kill import QUESTION, EdgeRef, kill_mid_answer
+from voicemesh.processes import wait_healthy
 from voicemesh.talk import talk
 from wire.audio import CLIENT_RATE, float_to_pcm16, read_wav, resample
 from wire.client import run_turn
@@ -107,19 +107,17 @@ def test_the_front_door_sends_clients_to_the_edges_and_reports_its_own_health(
 ) -> None:
     front = f"http://127.0.0.1:{local_deployment.port}"
     admin = {"Authorization": f"Bearer {local_deployment.admin_key}"}
-    edges_seen = set()
-    for _ in range(6):  # plain requests too: each on a fresh connection to one of the edges
+    for _ in range(4):  # plain requests too: each on a fresh connection to one of the edges
         status = httpx.get(f"{front}/status", headers=admin, timeout=5)
         assert status.status_code == 200, status.text
-        edges_seen.add(status.json()["edge"]["store"]["backend"])
-    assert edges_seen == {"redis"}
+        assert status.json()["edge"]["store"]["backend"] == "redis"
     health = httpx.get(f"{local_deployment.frontdoor_stats_url}/health", timeout=5)
     assert health.status_code == 200 and health.json() == {"status": "ready", "edges_up": 2}, health.text
     stats = httpx.get(f"{local_deployment.frontdoor_stats_url}/stats;csv", timeout=5)
     servers = {line.split(",")[1]: line.split(",")[17] for line in stats.text.splitlines()[1:] if line}
     assert servers["paris"] == "UP" and servers["new-york"] == "UP", stats.text
-    status = local_deployment.voicemesh("infra", "status", "--env", "local")
-    assert [line for line in status.stderr.splitlines() if "frontdoor" in line][0].startswith("ready")
+    infra = local_deployment.voicemesh("infra", "status", "--env", "local")
+    assert next(line for line in infra.stderr.splitlines() if "frontdoor" in line).startswith("ready")
 
 
 def test_up_again_changes_nothing(local_deployment: LocalDeployment) -> None:
@@ -226,14 +224,11 @@ async def test_an_edge_killed_mid_answer_costs_a_reconnect_through_the_front_doo
     assert any(at >= run.kill_at for at, _ in run.arrivals)  # the continuation's audio was heard
     assert run.silence_s is not None and run.raw_gap_s is not None
     # The supervisor brings the killed edge back behind the front door (later tests need both).
-    stats = f"{local_deployment.frontdoor_stats_url}/health"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            if httpx.get(stats, timeout=2).json().get("edges_up") == 2:
-                break
-        time.sleep(0.5)
-    assert httpx.get(stats, timeout=2).json() == {"status": "ready", "edges_up": 2}
+    await wait_healthy(
+        f"{local_deployment.frontdoor_stats_url}/health",
+        timeout_s=120,
+        ready=lambda r: r.json()["edges_up"] == 2,
+    )
 
 
 def test_a_killed_region_comes_back_through_terraform_without_anyone(

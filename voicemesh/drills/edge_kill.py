@@ -200,7 +200,7 @@ async def kill_mid_answer(
     *,
     kill_after_audio_s: float = 1.5,
     reconnect_delay_s: float | None = None,
-    max_output_tokens: int = 150,
+    max_output_tokens: int = 80,
     timeout_s: float = 180.0,
 ) -> KillRun:
     """Speak ``speech_pcm`` (24 kHz PCM16) through ``url`` (the front door's ``ws://.../v1``), SIGKILL
