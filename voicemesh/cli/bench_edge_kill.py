@@ -14,6 +14,7 @@ import click
 
 from voicemesh.cli.common import bench, console, fail, progress
 from voicemesh.drills.edge_kill import QUESTION, EdgeKillError, EdgeRef, KillRun, kill_mid_answer
+from voicemesh.processes import ProcessStartError, wait_healthy
 
 
 def _fmt(value: float | None) -> str:
@@ -26,12 +27,8 @@ def _fmt(value: float | None) -> str:
               help="Seconds of answer audio the client has received when the edge is killed.")  # fmt: skip
 @click.option("--reconnect-delay", "reconnect_delay_s", type=float, default=None,
               help="The SDK's initial_delay (first back-off); default: the SDK's own (0.5 s).")  # fmt: skip
-@click.option("--settle", "settle_s", default=3.0, show_default=True,
-              help="Seconds between runs (the supervisor brings the killed edge back).")  # fmt: skip
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-def edge_kill(
-    runs: int, kill_after_s: float, reconnect_delay_s: float | None, settle_s: float, json_out: Path | None
-) -> None:
+def edge_kill(runs: int, kill_after_s: float, reconnect_delay_s: float | None, json_out: Path | None) -> None:
     """Kill the edge serving an answer (SIGKILL), RUNS times; print the silence the caller heard."""
     from voicemesh.cli.deploy import ENV, admin_key, api_key
     from voicemesh.cli.infra import environment
@@ -47,14 +44,21 @@ def edge_kill(
     url = "ws" + str(deployment.frontdoor["url"])[4:] + "/v1"
     speech = synthesise(QUESTION, "en-us", Path(tempfile.gettempdir()) / "voicemesh-speech")
     results: list[KillRun] = []
+    health = f"{deployment.frontdoor['stats_url']}/health"
     for i in range(runs):
-        progress(f"run {i + 1}/{runs}: speaking through {url}, killing the serving edge mid-answer")
+        # Every edge up behind the front door first (the supervisor brings the last killed one back):
+        # with one edge left, the kill would measure the wait for it instead of a failover.
         try:
+            asyncio.run(wait_healthy(
+                health, timeout_s=300, ready=lambda r: r.json().get("edges_up") == len(edges),
+                what="every edge behind the front door", interval_s=0.5,
+            ))  # fmt: skip
+            progress(f"run {i + 1}/{runs}: speaking through {url}, killing the serving edge mid-answer")
             run = asyncio.run(kill_mid_answer(
                 url, api_key(), admin_key(), edges, speech.pcm,
                 kill_after_audio_s=kill_after_s, reconnect_delay_s=reconnect_delay_s,
             ))  # fmt: skip
-        except (EdgeKillError, TimeoutError) as exc:
+        except (EdgeKillError, ProcessStartError, TimeoutError) as exc:
             fail(f"run {i + 1}: {exc}; `voicemesh infra status` shows the deployment's state")
         results.append(run)
         console.print(
@@ -65,8 +69,6 @@ def edge_kill(
             f"first audio +{_fmt(run.continuation_audio_s)} s); "
             f"{run.status}; continuation: {run.continuation.strip()[:60]!r}"
         )
-        if i + 1 < runs:
-            asyncio.run(asyncio.sleep(settle_s))
     silences = [r.silence_s for r in results if r.silence_s is not None]
     raws = [r.raw_gap_s for r in results if r.raw_gap_s is not None]
     if silences:
