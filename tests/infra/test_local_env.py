@@ -221,7 +221,7 @@ async def test_an_edge_killed_mid_answer_costs_a_reconnect_through_the_front_doo
     assert heard and said.startswith(heard)  # the replayed cut answer is what the client had heard
     assert run.continuation.strip(), "the answer was not finished"
     assert not run.continuation.strip().startswith(run.replayed_heard.strip()[:30])  # not repeated
-    assert any(at >= run.kill_at for at, _ in run.arrivals)  # the continuation's audio was heard
+    assert run.continuation_audio_s is not None  # the continuation's audio was heard
     assert run.silence_s is not None and run.raw_gap_s is not None
     # The supervisor brings the killed edge back behind the front door (later tests need both).
     await wait_healthy(

@@ -10,7 +10,7 @@ The figure is the silence the caller heard before the answer went on: a real-tim
 the first audio chunk (``voicemesh.drills.records``, as in the drills' failover gap), so the audio
 already buffered at the client when the edge died plays on and counts in the caller's favour; the
 silence runs from the moment that player ran out to the continuation's first audio delta. Kept
-beside it: the raw gap (the last audio delta before the kill to the first after it), the drills'
+beside it: the raw gap (the old connection's last audio delta to the continuation's first), the drills'
 failover gap (the longest silence after the kill, stalls within the continuation included), and
 where the time went: the kill to the SDK's new ``session.created``, to ``resumed``, to the first
 events of the continuation.
@@ -79,9 +79,9 @@ class KillRun:
     """Kill -> the new connection's ``session.created`` (the SDK's back-off + the connect + resume)."""
     resumed_s: float | None = None
     continuation_audio_s: float | None = None
-    """Kill -> the continuation's first audio delta."""
+    """Kill -> the continuation's first audio delta (the first after ``resumed``)."""
     raw_gap_s: float | None = None
-    """The last audio delta before the kill -> the first after it."""
+    """The last audio delta of the old connection -> the continuation's first."""
     silence_s: float | None = None
     """What the caller heard: from when its player ran out of the audio it had to the continuation's
     first audio delta (0 when that came before the player ran out)."""
@@ -128,6 +128,9 @@ class _Turn:
     t0: float = 0.0
     audio_s: float = 0.0
     resumed_index: int | None = None
+    continuation_from: int | None = None
+    """Index in ``arrivals`` of the continuation's first delta (those before came on the old
+    connection, some of them after the kill: already in flight, and played like the rest)."""
     kill_task: asyncio.Task[None] | None = None
 
     def now(self) -> float:
@@ -179,7 +182,8 @@ class _Turn:
             seconds = delta_seconds(event.delta)
             run.arrivals.append((self.now(), seconds))
             self.audio_s += seconds
-            if killed and run.continuation_audio_s is None:
+            if self.resumed_index is not None and run.continuation_audio_s is None:
+                self.continuation_from = len(run.arrivals) - 1
                 run.continuation_audio_s = self.now() - run.kill_at
             if self.kill_task is None and self.audio_s >= self.kill_after_audio_s:
                 self.kill_task = asyncio.create_task(self.kill())
@@ -242,11 +246,10 @@ def _finish(turn: _Turn) -> KillRun:
     run = turn.run
     if not run.kill_at:
         raise EdgeKillError("the edge was never killed (the answer had too little audio)")
-    before = [a for a in run.arrivals if a[0] < run.kill_at]
-    after = [at for at, _ in run.arrivals if at >= run.kill_at]
-    if before and after:
-        run.raw_gap_s = after[0] - before[-1][0]
-        run.silence_s = max(0.0, after[0] - playback_end(before))
+    if turn.continuation_from:
+        before, first = run.arrivals[: turn.continuation_from], run.arrivals[turn.continuation_from][0]
+        run.raw_gap_s = first - before[-1][0]
+        run.silence_s = max(0.0, first - playback_end(before))
     record = TurnRecord(
         caller=0, turn=1, session_id=turn.session_id, text=QUESTION, voice="", speech_start=0.0,
         speech_end=1e-9, status=run.status, done=turn.now(), arrivals=run.arrivals,
