@@ -222,6 +222,7 @@ POINTS = [
     pytest.param("llm: started", signal.SIGINT, True, id="vllm-warming-ctrl-c"),
     pytest.param("region-eu-west: started", signal.SIGTERM, False, id="terraform-apply-sigterm"),
     pytest.param("edge-paris: started", signal.SIGHUP, False, id="edge-wait-sighup"),
+    pytest.param("frontdoor: started", signal.SIGINT, False, id="frontdoor-wait-ctrl-c"),
 ]
 
 
