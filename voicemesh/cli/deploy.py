@@ -160,7 +160,8 @@ def up(
     regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int,
     llm_port: int, detach: bool, skip_models: bool, supervise: bool,
 ) -> None:  # fmt: skip
-    """Run the local deployment: regions, Redis and edges provisioned by Terraform, supervised."""
+    """Run the local deployment: regions, Redis, edges and their front door (HAProxy on --port, the one
+    client URL), provisioned by Terraform, supervised."""
     from voicemesh.models import ensure_models
 
     haproxy = _haproxy()  # before anything starts: the front door cannot be missing
