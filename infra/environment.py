@@ -57,12 +57,15 @@ class Deployment:
     processes: list[ProcessSpec] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)
     """id, url (http), location {lat, lon} of each edge (none when the env runs regions only)."""
+    frontdoor: dict[str, Any] | None = None
+    """url (what clients use), stats_url and the edges behind it; None without a front door."""
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> Deployment:
         return cls(
             regions=list(outputs.get("regions") or []),
             edges=list(outputs.get("edges") or []),
+            frontdoor=dict(outputs["frontdoor"]) if outputs.get("frontdoor") else None,
             llm_url=str(outputs.get("llm_url") or ""),
             processes=[ProcessSpec.from_output(a, v) for a, v in (outputs.get("processes") or {}).items()],
         )

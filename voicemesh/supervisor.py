@@ -1,11 +1,11 @@
 """Self-healing: notice a process of the deployment that died and have Terraform start it again.
 
 The supervisor watches every process in the environment's ``processes`` output (regions, the
-shared vLLM, Redis, edges) by pid file and command line, a few times a second (psutil: no health
-request, so a slow region is not mistaken for a dead one). A dead one is re-provisioned through
-Terraform (``apply -replace=<address>``, ``Environment.heal``) without a person; the time from
-noticing to healthy is logged. It runs inside a foreground ``voicemesh up``, or as
-``voicemesh supervise`` (what ``up --detach`` leaves running).
+shared vLLM, Redis, edges, the front door) by pid file and command line, a few times a second
+(psutil: no health request, so a slow region is not mistaken for a dead one). A dead one is
+re-provisioned through Terraform (``apply -replace=<address>``, ``Environment.heal``) without a
+person; the time from noticing to healthy is logged. It runs inside a foreground
+``voicemesh up``, or as ``voicemesh supervise`` (what ``up --detach`` leaves running).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """`voicemesh up` / `infra up|status` / `down`: real Terraform starting real region processes.
 
-One deployment (two regions on loopback attached to the test run's vLLM, a redis-server and two
-edges reading the registry the apply wrote, all supervised) is shared by every test here; the
-tests run in file order, and the last one tears it down with `voicemesh down`.
+One deployment (two regions on loopback attached to the test run's vLLM, a redis-server, two
+edges reading the registry the apply wrote and the front door, a real HAProxy, in front of them, all
+supervised) is shared by every test here; the tests run in file order, and the last one tears it
+down with `voicemesh down`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pytest
 from infra.processes import is_alive
 from tests.fixtures.common import SpeechFactory
 from tests.fixtures.infra import LocalDeployment
+from voicemesh.drills.edge_kill import QUESTION, EdgeRef, kill_mid_answer
+from voicemesh.processes import wait_healthy
 from voicemesh.talk import talk
 from wire.audio import CLIENT_RATE, float_to_pcm16, read_wav, resample
 from wire.client import run_turn
@@ -38,10 +41,13 @@ def _port_listening(url: str) -> bool:
 
 def test_up_brings_up_two_regions_that_answer_health(local_deployment: LocalDeployment) -> None:
     out = local_deployment.up_output
-    # 2 regions, Redis, the registry file, 2 edges.
-    assert "Apply complete! Resources: 6 added" in out
+    # 2 regions, Redis, the registry file, 2 edges, the front door.
+    assert "Apply complete! Resources: 7 added" in out
     assert "region-eu-west: ready after" in out and "region-us-east: ready after" in out
     assert "edge-paris: ready after" in out and "edge-new-york: ready after" in out
+    assert "frontdoor: ready after" in out
+    assert f"clients:  ws://127.0.0.1:{local_deployment.port}/v1/realtime" in out  # THE client URL
+    assert f"talk: http://127.0.0.1:{local_deployment.port}/#key=" in out
     assert f"API key: {local_deployment.api_key}" in out
     assert "supervised (pid" in out
     regions = local_deployment.registry()["regions"]
@@ -83,10 +89,7 @@ def test_registry_lists_the_regions_with_their_outputs(local_deployment: LocalDe
 def test_edges_listen_on_consecutive_ports_at_their_own_locations(local_deployment: LocalDeployment) -> None:
     admin = {"Authorization": f"Bearer {local_deployment.admin_key}"}
     nearest = {}
-    for port, where in (
-        (local_deployment.edge_port, (48.86, 2.35)),
-        (local_deployment.edge_port + 1, (40.71, -74.01)),
-    ):
+    for port, where in zip(local_deployment.edge_ports, ((48.86, 2.35), (40.71, -74.01)), strict=True):
         status = httpx.get(f"http://127.0.0.1:{port}/status", headers=admin, timeout=5)
         assert status.status_code == 200, status.text
         body = status.json()
@@ -97,6 +100,24 @@ def test_edges_listen_on_consecutive_ports_at_their_own_locations(local_deployme
         # other tests of this deployment may have measured some since).
         nearest[where] = min(regions, key=lambda r: r["score_parts"]["latency_prior_s"])["id"]
     assert nearest == {(48.86, 2.35): "eu-west", (40.71, -74.01): "us-east"}
+
+
+def test_the_front_door_sends_clients_to_the_edges_and_reports_its_own_health(
+    local_deployment: LocalDeployment,
+) -> None:
+    front = f"http://127.0.0.1:{local_deployment.port}"
+    admin = {"Authorization": f"Bearer {local_deployment.admin_key}"}
+    for _ in range(4):  # plain requests too: each on a fresh connection to one of the edges
+        status = httpx.get(f"{front}/status", headers=admin, timeout=5)
+        assert status.status_code == 200, status.text
+        assert status.json()["edge"]["store"]["backend"] == "redis"
+    health = httpx.get(f"{local_deployment.frontdoor_stats_url}/health", timeout=5)
+    assert health.status_code == 200 and health.json() == {"status": "ready", "edges_up": 2}, health.text
+    stats = httpx.get(f"{local_deployment.frontdoor_stats_url}/stats;csv", timeout=5)
+    servers = {line.split(",")[1]: line.split(",")[17] for line in stats.text.splitlines()[1:] if line}
+    assert servers["paris"] == "UP" and servers["new-york"] == "UP", stats.text
+    infra = local_deployment.voicemesh("infra", "status", "--env", "local")
+    assert next(line for line in infra.stderr.splitlines() if "frontdoor" in line).startswith("ready")
 
 
 def test_up_again_changes_nothing(local_deployment: LocalDeployment) -> None:
@@ -174,6 +195,42 @@ async def test_rotate_key_keeps_regions_and_the_edge_serving(
     assert reply.status == "completed" and reply.region in {"eu-west", "us-east"}, reply.types
 
 
+async def test_an_edge_killed_mid_answer_costs_a_reconnect_through_the_front_door(
+    local_deployment: LocalDeployment, speech: SpeechFactory
+) -> None:
+    """The stock openai SDK (its own reconnects, a hook adding ``session_id``) speaks through the
+    front door; the edge serving the answer is SIGKILLed once audio flows; the same URL takes the
+    SDK to the other edge at once, which resumes the session and finishes the cut answer."""
+    samples, rate = read_wav(speech(QUESTION))
+    pcm = float_to_pcm16(resample(samples, rate, CLIENT_RATE))
+    run_dir = local_deployment.run_dir
+    edges = [
+        EdgeRef(name, f"http://127.0.0.1:{port}", run_dir / f"edge-{name}.pid")
+        for name, port in zip(("paris", "new-york"), local_deployment.edge_ports, strict=True)
+    ]
+    run = await kill_mid_answer(
+        local_deployment.edge_url, local_deployment.api_key, local_deployment.admin_key, edges, pcm,
+        timeout_s=300,
+    )  # fmt: skip
+    print(f"edge killed mid-answer: {run.to_json() | {'arrivals': len(run.arrivals), 'events': None}}")
+    assert run.killed in {"paris", "new-york"}
+    assert run.reconnects >= 1 and run.session_created_s is not None  # the SDK reconnected by itself
+    assert run.resumed and run.continuing, run.events
+    assert run.status == "completed", run.events
+    heard, said = "".join(run.replayed_heard.split()), "".join(run.heard_before.split())
+    assert heard and said.startswith(heard)  # the replayed cut answer is what the client had heard
+    assert run.continuation.strip(), "the answer was not finished"
+    assert not run.continuation.strip().startswith(run.replayed_heard.strip()[:30])  # not repeated
+    assert run.continuation_audio_s is not None  # the continuation's audio was heard
+    assert run.silence_s is not None and run.raw_gap_s is not None
+    # The supervisor brings the killed edge back behind the front door (later tests need both).
+    await wait_healthy(
+        f"{local_deployment.frontdoor_stats_url}/health",
+        timeout_s=120,
+        ready=lambda r: r.json()["edges_up"] == 2,
+    )
+
+
 def test_a_killed_region_comes_back_through_terraform_without_anyone(
     local_deployment: LocalDeployment,
 ) -> None:
@@ -228,14 +285,14 @@ def test_the_processes_run_the_command_line_the_drift_check_compares(
 def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
     regions = local_deployment.registry()["regions"]
     pids = [int(p.read_text()) for p in Path(local_deployment.run_dir).glob("*.pid")]
-    assert len(pids) == 5  # 2 regions, Redis, 2 edges
+    assert len(pids) == 6  # 2 regions, Redis, 2 edges, the front door
     supervisor = json.loads((local_deployment.state / "ledger.json").read_text())["owner"]
     down = local_deployment.voicemesh("down")
     assert down.returncode == 0, down.stderr
-    assert "Destroy complete! Resources: 6 destroyed" in down.stderr
+    assert "Destroy complete! Resources: 7 destroyed" in down.stderr
     assert not any(is_alive(pid) for pid in [*pids, supervisor])
     assert not any(_port_listening(r["url"]) for r in regions)
-    for port in (local_deployment.edge_port, local_deployment.edge_port + 1):
+    for port in (local_deployment.port, *local_deployment.edge_ports, local_deployment.port + 3):
         assert not _port_listening(f"http://127.0.0.1:{port}")
     assert not list(Path(local_deployment.run_dir).glob("*.pid"))
     assert local_deployment.registry()["regions"] == []  # an edge reading it stops routing there

@@ -39,7 +39,8 @@ class Home:
 
     root: Path
     base_port: int = field(default_factory=lambda: free_port_run(1))
-    edge_port: int = field(default_factory=lambda: free_port_run(1))
+    port: int = field(default_factory=lambda: free_port_run(3))
+    """The front door; its one edge on the next port, the front door's /health on the one after."""
     redis_port: int = field(default_factory=free_port)
     llm_port: int = field(default_factory=free_port)
 
@@ -49,7 +50,7 @@ class Home:
 
     @property
     def ports(self) -> list[int]:
-        return [self.base_port, self.edge_port, self.redis_port, self.llm_port]
+        return [self.base_port, self.port, self.port + 1, self.port + 2, self.redis_port, self.llm_port]
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "VOICEMESH_HOME": str(self.root), "COLUMNS": "250"}
@@ -59,7 +60,7 @@ class Home:
         return [
             VOICEMESH_BIN, "up", "--regions", "1", "--edges", "1",
             *(("--llm-url", llm_url) if llm_url else ("--llm-port", str(self.llm_port))),
-            "--base-port", str(self.base_port), "--port", str(self.edge_port),
+            "--base-port", str(self.base_port), "--port", str(self.port),
             "--redis-port", str(self.redis_port), *extra,
         ]  # fmt: skip
 
@@ -197,7 +198,12 @@ def _next_up_works(home: Home, llm_url: str, *extra: str, refuses_a_second: bool
     up = home.run(*home.up_args(llm_url, "--detach", *extra)[1:])
     assert up.returncode == 0, up.stderr
     assert "voicemesh is up" in up.stderr and "already answers" not in up.stderr
-    assert _listening(home.edge_port) and _listening(home.base_port) and _listening(home.redis_port)
+    assert (
+        _listening(home.port)
+        and _listening(home.port + 1)
+        and _listening(home.base_port)
+        and _listening(home.redis_port)
+    )
     running = home.processes()
     if refuses_a_second:
         second = home.run(*home.up_args(llm_url, "--detach", "--skip-models")[1:])
@@ -216,6 +222,7 @@ POINTS = [
     pytest.param("llm: started", signal.SIGINT, True, id="vllm-warming-ctrl-c"),
     pytest.param("region-eu-west: started", signal.SIGTERM, False, id="terraform-apply-sigterm"),
     pytest.param("edge-paris: started", signal.SIGHUP, False, id="edge-wait-sighup"),
+    pytest.param("frontdoor: started", signal.SIGINT, False, id="frontdoor-wait-ctrl-c"),
 ]
 
 

@@ -1,9 +1,10 @@
 """``voicemesh up`` / ``down`` / ``supervise``: the whole local deployment, the way drills exercise it.
 
 ``up``: models (if missing) -> Terraform ``local`` env (one shared vLLM or a given LLM, the
-regions, one redis-server and ``--edges`` edges on consecutive ports, each at its own
-pseudo-location). Foreground: it then supervises (a region that dies is re-provisioned through
-Terraform) until Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
+regions, one redis-server, ``--edges`` edges on the ports after ``--port``, each at its own
+pseudo-location, and the front door: HAProxy on ``--port``, the one URL clients use).
+Foreground: it then supervises (a process that dies is re-provisioned through Terraform) until
+Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
 ``voicemesh supervise`` doing that in the background until ``voicemesh down``.
 
 Whatever happens (a signal at any step, an error, a SIGKILL), what ``up`` starts is recorded first
@@ -69,9 +70,11 @@ def _planned_ports(variables: dict[str, object]) -> list[int]:
 
     regions, edges = num("region_count", 2), num("edge_count", 0)
     ports = [num("base_port", 9001) + i for i in range(regions)]
-    ports += [num("edge_port", 8080) + i for i in range(edges)]
+    ports += [num("edge_port", 8081) + i for i in range(edges)]
     if edges:
         ports.append(num("redis_port", 6390))
+        if num("frontdoor_port", 8080):
+            ports += [num("frontdoor_port", 8080), num("frontdoor_stats_port", 8085)]
     if not variables.get("llm_url"):
         ports.append(num("llm_port", 8100))
     return ports
@@ -140,9 +143,11 @@ async def _supervise_forever() -> None:
 @cli.command("up")
 @click.option("--regions", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--edges", type=click.IntRange(1, 4), default=2, show_default=True,
-              help="Edges on consecutive ports from --port, each at its own pseudo-location.")  # fmt: skip
+              help="Edges behind the front door (ports after --port), each at its own location.")  # fmt: skip
 @click.option("--llm-url", default=None, help="Share this OpenAI-compatible LLM instead of starting vLLM.")
-@click.option("--port", default=8080, show_default=True, type=int, help="Port of the first edge.")
+@click.option("--port", default=8080, show_default=True, type=int,
+              help="Where clients connect: the front door (HAProxy); the edges take the next ports, its "
+              "/health and /stats the one after them.")  # fmt: skip
 @click.option("--base-port", default=9001, show_default=True, type=int, help="Port of the first region.")
 @click.option("--redis-port", default=6390, show_default=True, type=int, help="Port of the edges' Redis.")
 @click.option("--llm-port", default=8100, show_default=True, type=int,
@@ -155,9 +160,11 @@ def up(
     regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int,
     llm_port: int, detach: bool, skip_models: bool, supervise: bool,
 ) -> None:  # fmt: skip
-    """Run the local deployment: regions, Redis and edges provisioned by Terraform, supervised."""
+    """Run the local deployment: regions, Redis, edges and their front door (HAProxy on --port, the one
+    client URL), provisioned by Terraform, supervised."""
     from voicemesh.models import ensure_models
 
+    haproxy = _haproxy()  # before anything starts: the front door cannot be missing
     state = paths.state_dir()
     state.mkdir(parents=True, exist_ok=True)
     ledger = Ledger.load(state)
@@ -172,13 +179,14 @@ def up(
                 _say("[1/3] models")
                 ensure_models(report=_say, runtime=llm_url is None)
             _say(
-                "[2/3] regions, Redis and edges (terraform, env local)"
+                "[2/3] regions, Redis, edges and the front door (terraform, env local)"
                 + ("" if llm_url else " with a shared vLLM")
             )
             env = environment(ENV, _say)
             variables: dict[str, object] = {
                 "region_count": regions, "base_port": base_port, "llm_url": llm_url or "",
-                "edge_count": edges, "edge_port": port, "redis_port": redis_port, "llm_port": llm_port,
+                "edge_count": edges, "edge_port": port + 1, "redis_port": redis_port, "llm_port": llm_port,
+                "frontdoor_port": port, "frontdoor_stats_port": port + edges + 1, "haproxy_bin": haproxy,
                 "api_key_path": str(_key_file("api-key", "vm-")),
                 "admin_key_path": str(_key_file("admin-key", "vma-")),
             }  # fmt: skip
@@ -188,7 +196,7 @@ def up(
             )
             deployment, _ = asyncio.run(infra_up(ENV, variables, report=_say))
             _say("[3/3] supervisor" if supervise else "[3/3] no supervisor (--no-supervise)")
-            _announce(deployment.edges)
+            _announce(deployment.edges, deployment.frontdoor)
             if detach:
                 if supervise:
                     pid = _start_supervisor(ledger)
@@ -212,19 +220,34 @@ def up(
             _teardown_or_fail(ledger, f"{exc.message} [{exc.code}]")
 
 
-def _announce(edges: list[dict[str, object]]) -> None:
+def _haproxy() -> str:
+    from voicemesh.drills.frontdoor import FrontDoorError, haproxy_executable
+
+    try:
+        return haproxy_executable()
+    except FrontDoorError as exc:
+        fail(exc.message)
+
+
+def _announce(edges: list[dict[str, object]], frontdoor: dict[str, object] | None) -> None:
+    """The front door's URL is THE client URL; each edge's own URL is printed for debugging."""
     key, admin = api_key(), admin_key()
-    first = min((str(e["url"]) for e in edges), default="")
-    console.print(f"[green]voicemesh is up[/green]: {len(edges)} edge(s)")
+    front = str(frontdoor["url"]) if frontdoor else min((str(e["url"]) for e in edges), default="")
+    console.print(f"[green]voicemesh is up[/green]: {len(edges)} edge(s) behind the front door")
+    if frontdoor:
+        console.print(f"  clients:  ws{front[4:]}/v1/realtime  (the front door, HAProxy)")
+        console.print(
+            f"  frontdoor health: {frontdoor['stats_url']}/health   stats: {frontdoor['stats_url']}/stats"
+        )
     for e in sorted(edges, key=lambda e: str(e["url"])):
         url = str(e["url"])
         loc = e.get("location") or {}
         where = f"{loc.get('lat')},{loc.get('lon')}" if isinstance(loc, dict) else ""
-        console.print(f"  {e['id']:<9} ws{url[4:]}/v1/realtime  (status: {url}/status)  at {where}")
+        console.print(f"  edge {e['id']:<9} {url}  (debugging only; status: {url}/status)  at {where}")
     console.print(f"API key: {key}   admin key (status, ops): {admin}")
-    if first:
-        console.print(f"talk: {first}/#key={key}")
-        console.print(f"ops:  {first}/ops#key={admin}")
+    if front:
+        console.print(f"talk: {front}/#key={key}")
+        console.print(f"ops:  {front}/ops#key={admin}")
 
 
 @cli.command("down")

@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "keys",
     "bench_e2e",
     "image",
+    "bench_edge_kill",
 )
 
 

@@ -2,9 +2,10 @@
 
 ``EdgeFleet`` starts a throwaway ``redis-server`` (a free loopback port, its own temp dir, no
 persistence), ``count`` ``voicemesh edge serve`` processes reading the deployment's region registry
-with that Redis as their session store, and a ``Balancer`` in front of them: callers connect to the
-balancer, so a caller dropped by one edge reconnects (and resumes) on another, as behind a real
-load balancer. Everything it starts it stops (``aclose``), whatever happened; every wait is bounded.
+with that Redis as their session store, and the front door in front of them (HAProxy, configured
+as ``voicemesh up`` configures it: ``voicemesh.drills.frontdoor``): callers connect to it, so a caller
+dropped by one edge reconnects (and resumes) on another, as behind the deployment's own front door.
+Everything it starts it stops (``aclose``), whatever happened; every wait is bounded.
 The drill faults act on it: SIGKILL an edge, SIGTERM it (drain) and start it again, stop Redis and
 start it again on the same port.
 """
@@ -23,7 +24,7 @@ from typing import Any
 import httpx
 
 from voicemesh.drills.callers import EdgeTarget
-from voicemesh.drills.faults import Balancer
+from voicemesh.drills.frontdoor import FrontDoor
 from voicemesh.processes import free_port, kill_tree, spawn, stop_async, wait_for, wait_healthy
 from wire.errors import VoicemeshError
 
@@ -67,7 +68,7 @@ class EdgeFleet:
     redis_port: int = 0
     _dir: Path | None = None
     _redis: Any = None
-    balancer: Balancer | None = None
+    balancer: FrontDoor | None = None
 
     @property
     def redis_url(self) -> str:
@@ -88,14 +89,14 @@ class EdgeFleet:
                 FleetEdge(f"edge-{i}", free_port(), self._dir / f"edge-{i}.log") for i in range(self.count)
             ]
             await asyncio.gather(*(self.start_edge(e) for e in self.edges))
-            self.balancer = Balancer([e.port for e in self.edges])
+            self.balancer = FrontDoor([(e.name, e.port) for e in self.edges], self._dir)
             await self.balancer.start()
         except BaseException:
             await self.aclose()
             raise
         report(
             f"edge fleet: {self.count} edges on ports {', '.join(str(e.port) for e in self.edges)}, "
-            f"redis on {self.redis_port}, balancer on {self.balancer.port}"
+            f"redis on {self.redis_port}, front door (HAProxy) on {self.balancer.port}"
         )
 
     async def start_redis(self) -> None:

@@ -89,3 +89,16 @@ module "edge" {
   redis_url  = module.redis[0].url
   depends_on = [null_resource.registry]
 }
+
+# The front door: HAProxy on the address clients use, in front of every edge (health-checked; a
+# connection to a dead edge goes to a live one at once), as the Service does in the cloud.
+module "frontdoor" {
+  source      = "../../modules/frontdoor-local"
+  count       = var.edge_count > 0 && var.frontdoor_port > 0 ? 1 : 0
+  edges       = [for id in sort(keys(local.edges)) : { id = id, host = "127.0.0.1", port = local.edges[id].port }]
+  run_dir     = var.run_dir
+  port        = var.frontdoor_port
+  stats_port  = var.frontdoor_stats_port
+  haproxy_bin = var.haproxy_bin
+  depends_on  = [module.edge]
+}

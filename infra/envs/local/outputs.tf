@@ -19,6 +19,7 @@ output "processes" {
     { for id in keys(local.edges) :
       "module.edge[\"${id}\"].module.process.null_resource.process" => module.edge[id].process
     },
+    { for fd in module.frontdoor : "module.frontdoor[0].module.process.null_resource.process" => fd.process },
   )
 }
 
@@ -38,4 +39,9 @@ output "commands" {
     },
     { for llm in module.llm : "llm" => { id = "llm", argv = llm.argv, env = llm.env, mounts = keys(var.workloads.llm.mounts) } },
   )
+}
+
+output "frontdoor" {
+  description = "The front door (url: what clients use; stats_url: its /health and /stats), or null without edges."
+  value       = length(module.frontdoor) > 0 ? module.frontdoor[0].frontdoor : null
 }

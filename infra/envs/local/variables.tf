@@ -81,9 +81,9 @@ variable "edge_count" {
 }
 
 variable "edge_port" {
-  description = "The first edge listens here, the next on edge_port + 1, and so on."
+  description = "The first edge listens here, the next on edge_port + 1, and so on (behind the front door)."
   type        = number
-  default     = 8080
+  default     = 8081
 }
 
 variable "redis_port" {
@@ -108,4 +108,22 @@ variable "admin_key_path" {
   description = "File (0600) with the admin keys the edges accept."
   type        = string
   default     = ""
+}
+
+variable "frontdoor_port" {
+  description = "Where clients connect: HAProxy in front of the edges (0 = no front door: clients use each edge's own URL)."
+  type        = number
+  default     = 8080
+}
+
+variable "frontdoor_stats_port" {
+  description = "The front door's own /health and /stats (voicemesh up: the port after the last edge)."
+  type        = number
+  default     = 8085
+}
+
+variable "haproxy_bin" {
+  description = "The haproxy executable (Debian's haproxy package)."
+  type        = string
+  default     = "haproxy"
 }
