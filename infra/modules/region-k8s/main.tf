@@ -2,7 +2,8 @@
 # and rendered offline by envs/k8s-render). The cloud twin of modules/region-local:
 #   region-local process            -> Deployment "region-<id>", container "region": the same
 #                                      command line (var.workloads.region, voicemesh.workloads)
-#   shared local vLLM (llm-local)   -> container "llm" in the same pod: the same `voicemesh llm serve`
+#   shared local vLLM (llm-local)   -> container "llm" in the same pod (var.llm_image: vLLM's image of the same
+#                                      version) running the command line `voicemesh llm serve` runs
 #   ~/.cache/voicemesh/models       -> $VOICEMESH_HOME/models, a node-local hostPath filled once by the
 #                                      model-cache DaemonSet from var.model_source (a bucket mirror)
 #   start.sh waiting for /health    -> startup/readiness probes on /health (200 only when warm)
