@@ -27,15 +27,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingOverrides
-
 from infra.processes import read_pid
+from voicemesh.drills.edges import serving_index
 from voicemesh.drills.faults import FaultMark
 from voicemesh.drills.records import TurnRecord, playback_end
 from voicemesh.drills.slo import failover_gap
 from voicemesh.processes import kill_tree
-from voicemesh.realtime import client, delta_seconds, pcm_chunks, send_audio, session_config, tick
+from voicemesh.realtime import Resuming, client, delta_seconds, pcm_chunks, send_audio, session_config, tick
 from wire.audio import CLIENT_RATE
 from wire.errors import VoicemeshError
 
@@ -104,16 +102,8 @@ def _transcript(item: Any) -> str:
 
 async def serving_edge(edges: Sequence[EdgeRef], session_id: str, admin_key: str) -> EdgeRef | None:
     """The edge whose ``/status`` lists ``session_id`` (the one serving it now)."""
-    async with httpx.AsyncClient(timeout=3.0) as http:
-        for edge in edges:
-            try:
-                resp = await http.get(f"{edge.url}/status", headers={"Authorization": f"Bearer {admin_key}"})
-                sessions = (resp.json().get("edge") or {}).get("sessions") or []
-            except (httpx.HTTPError, ValueError):
-                continue
-            if session_id in sessions:
-                return edge
-    return None
+    found = await serving_index([edge.url for edge in edges], session_id, admin_key)
+    return None if found is None else edges[found]
 
 
 @dataclass
@@ -124,7 +114,8 @@ class _Turn:
     admin_key: str
     kill_after_audio_s: float
     run: KillRun = field(default_factory=KillRun)
-    session_id: str = ""
+    resume: Resuming = field(default_factory=Resuming)
+    """The SDK's ``on_reconnecting``: resume the session on whichever edge the front door picks."""
     t0: float = 0.0
     audio_s: float = 0.0
     resumed_index: int | None = None
@@ -136,10 +127,9 @@ class _Turn:
     def now(self) -> float:
         return time.monotonic() - self.t0
 
-    def hook(self, event: ReconnectingEvent) -> ReconnectingOverrides | None:
-        """The SDK's ``on_reconnecting``: resume the session on whichever edge the front door picks."""
-        self.run.reconnects += 1
-        return {"extra_query": {**event.extra_query, "session_id": self.session_id}}
+    @property
+    def session_id(self) -> str:
+        return self.resume.session_id
 
     async def kill(self) -> None:
         edge = await serving_edge(self.edges, self.session_id, self.admin_key)
@@ -161,7 +151,7 @@ class _Turn:
             run.after_kill.setdefault(kind, round(self.now() - run.kill_at, 3))
         if kind == "session.created":
             if not self.session_id:
-                self.session_id = str((event.session.model_extra or {}).get("id", ""))
+                self.resume.seen(event)
             elif killed and run.session_created_s is None:
                 run.session_created_s = self.now() - run.kill_at
         elif kind == "voicemesh.session.resumed":
@@ -217,7 +207,9 @@ async def kill_mid_answer(
     options: dict[str, Any] = {} if reconnect_delay_s is None else {"initial_delay": reconnect_delay_s}
     rt = client(url, api_key).realtime
     async with asyncio.timeout(timeout_s):
-        async with rt.connect(model="voicemesh", on_reconnecting=turn.hook, max_retries=6, **options) as conn:
+        async with rt.connect(
+            model="voicemesh", on_reconnecting=turn.resume, max_retries=6, **options
+        ) as conn:
             turn.on_event(await conn.recv())
             await conn.session.update(session=session_config(max_output_tokens=max_output_tokens))  # type: ignore[arg-type]
             await _speak(conn, speech_pcm)
@@ -244,6 +236,7 @@ async def _speak(conn: Any, pcm: bytes) -> None:
 
 def _finish(turn: _Turn) -> KillRun:
     run = turn.run
+    run.reconnects = turn.resume.reconnects
     if not run.kill_at:
         raise EdgeKillError("the edge was never killed (the answer had too little audio)")
     if turn.continuation_from:

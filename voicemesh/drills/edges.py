@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,20 @@ Report = Any  # Callable[[str], None]; kept loose to avoid importing the deploym
 
 class FleetError(VoicemeshError):
     code = "edge_fleet_error"
+
+
+async def serving_index(urls: Sequence[str], session_id: str, admin_key: str) -> int | None:
+    """Which of the edges at ``urls`` lists ``session_id`` in its ``/status`` (serves it now), if any."""
+    async with httpx.AsyncClient(timeout=3.0) as client:
+        for index, url in enumerate(urls):
+            try:
+                resp = await client.get(f"{url}/status", headers={"Authorization": f"Bearer {admin_key}"})
+                sessions = (resp.json().get("edge") or {}).get("sessions") or []
+            except (httpx.HTTPError, ValueError):
+                continue
+            if session_id in sessions:
+                return index
+    return None
 
 
 @dataclass
@@ -170,20 +185,9 @@ class EdgeFleet:
 
     async def serving(self, session_id: str) -> FleetEdge | None:
         """The edge that serves ``session_id`` now (its ``/status``), if any."""
-        async with httpx.AsyncClient(timeout=3.0) as client:
-            for edge in self.edges:
-                if edge.process is None:
-                    continue
-                try:
-                    resp = await client.get(
-                        f"{edge.url}/status", headers={"Authorization": f"Bearer {self.admin_key}"}
-                    )
-                    sessions = (resp.json().get("edge") or {}).get("sessions") or []
-                except (httpx.HTTPError, ValueError):
-                    continue
-                if session_id in sessions:
-                    return edge
-        return None
+        running = [edge for edge in self.edges if edge.process is not None]
+        found = await serving_index([edge.url for edge in running], session_id, self.admin_key)
+        return None if found is None else running[found]
 
     async def restore(self) -> None:
         """Every edge and Redis running again (the undo of every edge drill fault)."""
