@@ -227,6 +227,19 @@ def _is_progress(line: str) -> bool:
     )
 
 
+def _drop_stale_builds(base: str, report: Report) -> None:
+    """Remove buildah working containers an interrupted build of ours left on ``base`` (a SIGKILLed
+    buildah cannot remove its own): each holds a copy of the base's filesystem."""
+    listed = subprocess.run(
+        ["buildah", "containers", "--format", "{{.ContainerID}} {{.ImageName}}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    stale = [line.split()[0] for line in listed.stdout.splitlines() if line.split()[1:] == [base]]
+    if stale:
+        report(f"image: removing {len(stale)} working container(s) an interrupted build left")
+        subprocess.run(["buildah", "rm", *stale], capture_output=True, check=False)
+
+
 def build_image(
     *, downloads: Path, output: Path | None = None, tag: str | None = None, report: Report = print
 ) -> BuiltImage:
@@ -241,6 +254,7 @@ def build_image(
     output = output or root / "dist" / f"voicemesh-{version}.oci.tar"
     key = cache_key(root)
     base = ensure_base(report)
+    _drop_stale_builds(base, report)
     wheelhouse, pip_cache = downloads / "wheelhouse", downloads / "pip-cache"
     pip_cache.mkdir(parents=True, exist_ok=True)
     previous = _image_id(tag)
