@@ -1,6 +1,6 @@
 # The front door on this machine: one HAProxy in front of the local edges, on the address clients
 # use (health-checked, WebSocket-aware; haproxy.cfg.tftpl says why each setting). Maps to the
-# Service / load balancer in front of modules/edge in the cloud. The configuration is rendered
+# GKE Ingress in front of modules/edge-k8s in the cloud. The configuration is rendered
 # here from the edges and carried on the command line, so a change of the edges re-provisions it;
 # a small bash wrapper writes it to the run directory and then becomes HAProxy (exec).
 
