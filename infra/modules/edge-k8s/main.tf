@@ -22,9 +22,8 @@ locals {
     "app.kubernetes.io/name"     = "voicemesh-edge"
     "app.kubernetes.io/instance" = var.name
   }
-  cache_labels = { "voicemesh.io/model-cache" = "${var.name}-edge" }
-  metadata     = { name = var.name, namespace = var.namespace, labels = local.labels }
-  registry     = "${var.name}-registry"
+  metadata = { name = var.name, namespace = var.namespace, labels = local.labels }
+  registry = "${var.name}-registry"
 }
 
 module "pod" {
@@ -47,14 +46,16 @@ module "pod" {
 }
 
 module "cache" {
-  source = "../k8s-common"
-  image  = var.image
-  containers = {
-    fetch = { process = var.workloads.edge_model_fetch, values = { "{model_source}" = var.model_source }, writes_models = true }
-  }
+  source           = "../model-cache-k8s"
+  name             = var.name
+  namespace        = var.namespace
+  labels           = local.labels
+  image            = var.image
+  workload         = var.workloads.edge_model_fetch
+  model_source     = var.model_source
   secrets          = var.secrets
   model_cache_path = var.model_cache_path
-  model_cache_type = "DirectoryOrCreate"
+  node_selector    = var.cpu_node_selector
 }
 
 locals {
@@ -63,39 +64,6 @@ locals {
     kind       = "ConfigMap"
     metadata   = { name = local.registry, namespace = var.namespace, labels = local.labels }
     data       = { "registry.json" = jsonencode({ regions = var.regions, source = "terraform:cloud" }) }
-  }
-
-  model_cache = {
-    apiVersion = "apps/v1"
-    kind       = "DaemonSet"
-    metadata   = { name = "${var.name}-model-cache", namespace = var.namespace, labels = local.labels }
-    spec = {
-      selector = { matchLabels = local.cache_labels }
-      template = {
-        metadata = { labels = local.cache_labels }
-        spec = {
-          nodeSelector    = var.cpu_node_selector
-          securityContext = module.cache.pod_security
-          initContainers = [
-            {
-              name            = "own"
-              image           = var.image
-              command         = ["chown", "10001:10001", module.cache.containers.fetch.volumeMounts[0].mountPath]
-              securityContext = { runAsUser = 0, runAsNonRoot = false, allowPrivilegeEscalation = false, capabilities = { drop = ["ALL"], add = ["CHOWN"] } }
-              volumeMounts    = module.cache.containers.fetch.volumeMounts
-            },
-            module.cache.containers.fetch,
-          ]
-          containers = [{
-            name      = "idle"
-            image     = var.image
-            command   = ["sleep", "infinity"]
-            resources = { requests = { cpu = "10m", memory = "16Mi" } }
-          }]
-          volumes = module.cache.volumes
-        }
-      }
-    }
   }
 
   deployment = {

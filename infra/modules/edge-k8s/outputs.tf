@@ -1,7 +1,7 @@
 output "objects" {
   description = "Every object of this edge, in apply order (BackendConfig's CRD is GKE's own)."
   value = [
-    local.config_map, local.model_cache, local.deployment, local.service, local.backend_config,
+    local.config_map, module.cache.daemon_set, local.deployment, local.service, local.backend_config,
     local.ingress, local.autoscaler, local.disruption_budget,
   ]
 }

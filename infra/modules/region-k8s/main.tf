@@ -37,12 +37,11 @@ locals {
     "app.kubernetes.io/instance" = local.name
     "voicemesh.io/region"        = var.region_id
   }
-  cache_labels = { "voicemesh.io/model-cache" = local.name }
-  port         = 9001
-  llm_port     = 8000
-  tls          = contains(keys(var.workloads.region.mounts), "tls")
-  scheme       = local.tls ? "HTTPS" : "HTTP"
-  url_scheme   = lower(local.scheme)
+  port       = 9001
+  llm_port   = 8000
+  tls        = contains(keys(var.workloads.region.mounts), "tls")
+  scheme     = local.tls ? "HTTPS" : "HTTP"
+  url_scheme = lower(local.scheme)
   # The name the region's certificate carries, when a scraper checks it on a pod address.
   service_host = "${local.name}.${var.namespace}.svc.cluster.local"
   scrape_annotations = {
@@ -75,54 +74,20 @@ module "pod" {
 }
 
 module "cache" {
-  source = "../k8s-common"
-  image  = var.image
-  containers = {
-    fetch = { process = var.workloads.model_fetch, values = { "{model_source}" = var.model_source }, writes_models = true }
-  }
+  source           = "../model-cache-k8s"
+  name             = local.name
+  namespace        = var.namespace
+  labels           = local.labels
+  image            = var.image
+  workload         = var.workloads.model_fetch
+  model_source     = var.model_source
   secrets          = var.secrets
   model_cache_path = var.model_cache_path
-  model_cache_type = "DirectoryOrCreate"
+  node_selector    = var.gpu_node_selector
+  tolerations      = local.gpu_tolerations
 }
 
 locals {
-  # Fill the node's cache once (idempotent, sha256-checked against the mirror's manifest), then
-  # idle: region pods scheduled on this node start without downloading anything.
-  model_cache = {
-    apiVersion = "apps/v1"
-    kind       = "DaemonSet"
-    metadata   = { name = "${local.name}-model-cache", namespace = var.namespace, labels = local.labels }
-    spec = {
-      selector = { matchLabels = local.cache_labels }
-      template = {
-        metadata = { labels = local.cache_labels }
-        spec = {
-          nodeSelector    = var.gpu_node_selector
-          tolerations     = local.gpu_tolerations
-          securityContext = module.cache.pod_security
-          initContainers = [
-            {
-              # hostPath directories are created root-owned: hand this one to the image's user.
-              name            = "own"
-              image           = var.image
-              command         = ["chown", "10001:10001", module.cache.containers.fetch.volumeMounts[0].mountPath]
-              securityContext = { runAsUser = 0, runAsNonRoot = false, allowPrivilegeEscalation = false, capabilities = { drop = ["ALL"], add = ["CHOWN"] } }
-              volumeMounts    = module.cache.containers.fetch.volumeMounts
-            },
-            module.cache.containers.fetch,
-          ]
-          containers = [{
-            name      = "idle"
-            image     = var.image
-            command   = ["sleep", "infinity"]
-            resources = { requests = { cpu = "10m", memory = "16Mi" } }
-          }]
-          volumes = module.cache.volumes
-        }
-      }
-    }
-  }
-
   llm_container = merge(module.pod.containers.llm, {
     image = var.llm_image
     # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).

@@ -1,7 +1,7 @@
 output "objects" {
   description = "Every object of this region, in apply order (the CRD-based ones last: their CRDs come from envs/cloud-platform)."
   value = concat(
-    [local.model_cache, local.deployment, local.service, local.network_policy, local.disruption_budget, local.scaled_object],
+    [module.cache.daemon_set, local.deployment, local.service, local.network_policy, local.disruption_budget, local.scaled_object],
     slice([local.pod_monitor], 0, var.pod_monitor ? 1 : 0),
   )
 }
