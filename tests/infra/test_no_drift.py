@@ -15,7 +15,7 @@ import pytest
 from infra.render import planned_outputs, render_k8s
 from infra.tooling import Toolchain
 from voicemesh import workloads
-from voicemesh.workloads import Rendered, differences, rendered_k8s, rendered_local
+from voicemesh.workload_drift import Rendered, differences, rendered_k8s, rendered_local
 
 
 def _local_layout(tmp: Path) -> workloads.Layout:
