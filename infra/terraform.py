@@ -120,6 +120,15 @@ class TerraformAdapter:
         )
         return rc == 2
 
+    def planned_outputs(self, variables: Mapping[str, object]) -> dict[str, Any]:
+        """The outputs a plan with ``variables`` knows before anything runs (nothing is applied: a plan
+        of the local env starts no process): for comparing what an env would run, offline."""
+        hint = "Fix the variables or the configuration shown above, then retry."
+        self._run("plan", lambda: self._tf.plan(var=dict(variables), out="plan.bin"), ok=(0, 2), hint=hint)
+        _, shown = self._run("show", lambda: self._tf.cmd("show", "plan.bin", json=IsFlagged), hint=hint)
+        outputs = json.loads(shown).get("planned_values", {}).get("outputs", {})
+        return {name: item.get("value") for name, item in outputs.items()}
+
     def apply(
         self, variables: Mapping[str, object], *, replace: Sequence[str] = (), refresh: bool = True
     ) -> str:
