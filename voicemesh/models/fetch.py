@@ -22,7 +22,7 @@ from voicemesh.models.catalog import (
     ModelSpec,
     Runtime,
 )
-from voicemesh.models.mirror import Mirror
+from voicemesh.models.mirror import Mirror, sha256_file
 from wire.errors import ModelCorrupt, ModelMissing
 from wire.files import atomic_path
 
@@ -239,11 +239,7 @@ def verify_models(report: Report = _quiet) -> list[str]:
             if not path.exists():
                 problems.append(f"{spec.name}/{art.dest}: missing (run `voicemesh models fetch`)")
                 continue
-            digest = hashlib.sha256()
-            with path.open("rb") as f:
-                while chunk := f.read(_CHUNK):
-                    digest.update(chunk)
-            if digest.hexdigest() != art.sha256:
+            if sha256_file(path) != art.sha256:
                 problems.append(f"{spec.name}/{art.dest}: corrupt (run `voicemesh models fetch --force`)")
             else:
                 report(f"{spec.name}/{art.dest}: ok")

@@ -37,7 +37,7 @@ _CHUNK = 4 << 20
 _REPORT_EVERY_S = 5.0
 
 
-def _hash_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(_CHUNK):
@@ -60,7 +60,7 @@ def write_manifest(root: Path, models: tuple[MirroredModel, ...], report: Report
         for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith(".")):
             rel = path.relative_to(directory).as_posix()
             report(f"{model.name}/{rel}: hashing ({path.stat().st_size / 1e6:.0f} MB)")
-            files[rel] = {"sha256": _hash_file(path), "size": path.stat().st_size}
+            files[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
         entries[model.name] = {"files": files}
     manifest = {"format": FORMAT, "models": entries}
     atomic_write(root / MANIFEST, json.dumps(manifest, indent=1).encode())
@@ -162,7 +162,7 @@ class Mirror:
 
     def _fetch_file(self, name: str, rel: PurePosixPath, sha256: str, out: Path, report: Report) -> None:
         dest = out / rel
-        if dest.is_file() and _hash_file(dest) == sha256:
+        if dest.is_file() and sha256_file(dest) == sha256:
             return  # an earlier, interrupted fetch got this one whole
         digest = hashlib.sha256()
         done, last = 0, time.monotonic()
