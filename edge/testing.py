@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from edge.events import new_id
-from edge.protocols import RATE, ChunkSource, FallbackSpeaker, SpeechProbability, Vad
-from edge.services import EdgeServices
-from edge.session import RealtimeSession
-from edge.session_update import initial_state
-from edge.settings import EdgeSettings
-from edge.state import SessionState
+from edge.app.services import EdgeServices
+from edge.realtime.session import RealtimeSession
+from edge.realtime.session_update import initial_state
+from edge.shared.events import new_id
+from edge.shared.protocols import RATE, ChunkSource, FallbackSpeaker, SpeechProbability, Vad
+from edge.shared.settings import EdgeSettings
+from edge.shared.state import SessionState
 from router.api import Routed, RoutedEvent, SessionRouting, TurnRouter
 from wire.audio import CLIENT_RATE, float_to_pcm16
 from wire.client import ClauseAudio

@@ -75,7 +75,7 @@ class ClientRefused:
     param: str | None = None
     error_type: str = "invalid_request_error"
     """The Realtime ``error.type``: ``server_error`` when the edge refuses by policy for a reason that
-    is not the client's (``on_no_region: error``, ``edge/tenancy.py``)."""
+    is not the client's (``on_no_region: error``, ``edge/tenancy/session_tenancy.py``)."""
 
     @classmethod
     def of(cls, exc: ProtocolError) -> ClientRefused:

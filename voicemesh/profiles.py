@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge.settings import ContentLimits
-from edge.voices import CPU_VOICES, GPU_VOICES, VoiceTable
+from edge.shared.settings import ContentLimits
+from edge.shared.voices import CPU_VOICES, GPU_VOICES, VoiceTable
 from region.settings import FULL_WINDOW_FRAMES, LlmSettings, SttSettings, TtsSettings
 from voicemesh import paths
 from voicemesh.models.catalog import KOKORO_FP32, QWEN3_8B, SMOLLM2_HF, WHISPER_LARGE_V3
@@ -183,7 +183,8 @@ def _first_chunk_words() -> int:
 
 
 SPECULATE_ENV = "VOICEMESH_SPECULATE_MS"
-"""The pause in the user's speech at which the edge starts the answer unseen (``edge/speculation.py``);
+"""The pause in the user's speech at which the edge starts the answer unseen
+(``edge/realtime/speculation.py``);
 0: off. The edge's default (``VadSettings.speculate_after_ms``) otherwise."""
 
 

@@ -28,7 +28,7 @@ from wire.audio import CLIENT_RATE, FloatAudio, float_to_pcm16
 CHUNK_MS = 40
 """Audio per ``input_audio_buffer.append``, as real clients send it."""
 
-# How the edge marks a response (edge/response.py): ``response.metadata`` keys, and vendor events.
+# How the edge marks a response (edge/responses/response.py): ``response.metadata`` keys, and vendor events.
 META_REGION = "voicemesh_region"
 META_FAILED_OVER_FROM = "voicemesh_failed_over_from"
 META_DEGRADED = "voicemesh_degraded"

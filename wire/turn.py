@@ -55,7 +55,7 @@ from wire.voices import CustomVoice
 TURN_PATH = "/v1/turns"
 
 Priority = Literal["high", "normal", "low", "batch"]
-"""A turn's class in a region's queue (the first three are ``edge.key_policy.Priority``'s names);
+"""A turn's class in a region's queue (the first three are ``edge.shared.key_policy.Priority``'s names);
 ``batch`` is a speech batch's item, run only on capacity live turns leave idle
 (``region.live_first``)."""
 
@@ -119,7 +119,7 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     """Ignored without ``tools``."""
     priority: Priority = "normal"
     """The caller's class in the region's admission queue: ``high`` waits before ``normal`` before
-    ``low`` (FIFO within a class). The edge sets it from the key (``edge/key_policy.py``), or to
+    ``low`` (FIFO within a class). The edge sets it from the key (``edge/shared/key_policy.py``), or to
     ``batch`` for a speech batch's item (``speak_text`` turns only)."""
     speak_text: str | None = None
     """Read this text aloud, nothing else (a speak-only turn: no STT, no LLM)."""

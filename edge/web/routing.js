@@ -3,7 +3,7 @@
 // The stock Realtime protocol has no such fields, so the edge carries them two ways that do not
 // break stock clients: `response.metadata` (string map) on response.created / response.done, and
 // vendor events whose type starts with `voicemesh.` (a stock client ignores unknown types).
-// The edge (edge/response.py) sets, in response.metadata: `voicemesh_region`,
+// The edge (edge/responses/response.py) sets, in response.metadata: `voicemesh_region`,
 // `voicemesh_failed_over_from`, and on degraded turns `voicemesh_degraded: "true"`,
 // `served_by: "edge"`, `voicemesh_degraded_reason`; it sends `voicemesh.turn.queued`
 // {response_id, position, estimated_wait_s}. Other spellings are read too (router-style names).

@@ -47,7 +47,7 @@ async def test_smallest_run_has_both_sides_and_a_ratio(
         assert "capital" in sample["transcript"].lower(), sample
         assert sample["first_chunk_text"] and sample["reply_text"], sample
     [mine] = [s for s in result["samples"] if s["side"] == "voicemesh"]
-    # The answer started at the pause in the speech (edge/speculation.py): no ``commit`` stage.
+    # The answer started at the pause in the speech (edge/realtime/speculation.py): no ``commit`` stage.
     assert list(mine["stages_ms"])[:2] == ["eos", "route"] and "first_audio" in mine["stages_ms"]
     assert "ratio" in result["table"] and "voicemesh stages, p50 ms: eos" in result["table"]
     assert json.loads(out.read_text())["levels"] == result["levels"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.settings import EdgeSettings
+from edge.shared.settings import EdgeSettings
 from voicemesh.bench.edge import run_bench
 from voicemesh.profiles import cpu_profile
 

@@ -17,8 +17,8 @@ import jwt
 import pytest
 from litestar.testing import TestClient
 
-from edge.app import create_app
-from edge.settings import EdgeSettings
+from edge.app.asgi import create_app
+from edge.shared.settings import EdgeSettings
 from edge.testing import memory_services
 from router.breaker_storage import storage_from_url
 from router.core import Router

@@ -4,7 +4,7 @@ credentials are refused at once (the 8 KB bearer token that hung the handshake i
 
 Fast tier: the real app on stand-ins (``edge.testing``: scripted router, energy VAD, tone voice; the
 models are not what is under test), through Litestar's test client or the edge's real server
-(``edge.server.serve_edge``: uvicorn on loopback).
+(``edge.app.server.serve_edge``: uvicorn on loopback).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import pytest
 from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
-from edge.app import create_app
-from edge.auth import Authenticator, key_id
-from edge.client_secrets import ClientSecrets
-from edge.server import serve_edge
-from edge.services import EdgeServices
-from edge.settings import EdgeSettings, LimitSettings
-from edge.shared_store import LocalStore
+from edge.app.asgi import create_app
+from edge.app.server import serve_edge
+from edge.app.services import EdgeServices
+from edge.shared.settings import EdgeSettings, LimitSettings
+from edge.stores.shared_store import LocalStore
+from edge.tenancy.auth import Authenticator, key_id
+from edge.tenancy.client_secrets import ClientSecrets
 from edge.testing import memory_services
 from tests.fixtures.common import free_port
 

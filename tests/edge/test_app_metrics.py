@@ -10,8 +10,8 @@ from __future__ import annotations
 from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from edge.app import create_app
-from edge.settings import EdgeSettings
+from edge.app.asgi import create_app
+from edge.shared.settings import EdgeSettings
 from edge.testing import ScriptedRouter, memory_services, spoken_reply
 
 KEY = {"Authorization": "Bearer test-key"}
@@ -63,7 +63,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
             ws.send_json({"type": "response.teleport"})
             while (event := ws.receive_json())["type"] != "response.done":
                 pass
-            assert event["response"]["metadata"].pop("voicemesh_stages")  # edge/stages.py
+            assert event["response"]["metadata"].pop("voicemesh_stages")  # edge/responses/stages.py
             assert event["response"]["metadata"] == {"voicemesh_region": "scripted"}
             assert http.get("/status", headers=ADMIN).json()["edge"]["open_sessions"] == 1
 

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge import turn_audio
-from edge.events import read_append, read_client_frame, validate_client_event
-from edge.input_audio import InputAudio, _Samples
-from edge.protocols import CHUNK
+from edge.audio import turn_audio
+from edge.audio.input_audio import InputAudio, _Samples
+from edge.audio.vad import VadBatcher
+from edge.shared.events import read_append, read_client_frame, validate_client_event
+from edge.shared.protocols import CHUNK
 from edge.testing import (
     EnergyVad,
     ScriptedRouter,
@@ -29,7 +30,6 @@ from edge.testing import (
     spoken_reply,
     tone,
 )
-from edge.vad import VadBatcher
 from wire.audio import read_wav
 from wire.errors import ProtocolError
 

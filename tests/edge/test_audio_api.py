@@ -19,11 +19,11 @@ import openai
 import pytest
 import pytest_asyncio
 
-from edge.audio_encoding import wav_header
-from edge.auth import key_id
-from edge.server import EdgeTask
-from edge.services import EdgeServices
-from edge.settings import EdgeSettings
+from edge.app.server import EdgeTask
+from edge.app.services import EdgeServices
+from edge.shared.settings import EdgeSettings
+from edge.speech.audio_encoding import wav_header
+from edge.tenancy.auth import key_id
 from edge.testing import ScriptedRouter, ToneVoice, clause, heard, memory_services
 from router.api import ClientRefused, Degraded, Routed
 from tests.fixtures.common import free_port

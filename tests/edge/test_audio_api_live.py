@@ -19,7 +19,7 @@ import openai
 import pytest
 import soundfile as sf
 
-from edge.audio_encoding import decode_upload
+from edge.speech.audio_encoding import decode_upload
 from tests.fixtures.common import run_example
 from tests.fixtures.edge import EdgeFactory, RunningEdge
 from tests.fixtures.region import RegionFactory, Transcribe

@@ -17,7 +17,7 @@ import websockets
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
-from edge.settings import LimitSettings
+from edge.shared.settings import LimitSettings
 from tests.edge.test_session_errors import BAD_EVENTS, STRICT
 from tests.fixtures.common import free_port
 from tests.fixtures.edge import EdgeFactory, RunningEdge

@@ -25,13 +25,13 @@ import openai
 import pytest
 import pytest_asyncio
 
-from edge.auth import key_id
-from edge.batch_store import BatchStore
-from edge.egress import parse_networks
-from edge.key_store import redis_client
-from edge.server import EdgeTask
-from edge.services import EdgeServices
-from edge.settings import BatchSettings, EdgeSettings
+from edge.app.server import EdgeTask
+from edge.app.services import EdgeServices
+from edge.shared.egress import parse_networks
+from edge.shared.settings import BatchSettings, EdgeSettings
+from edge.stores.batch_store import BatchStore
+from edge.stores.key_store import redis_client
+from edge.tenancy.auth import key_id
 from edge.testing import Hold, ScriptedRouter, ScriptStep, clause, memory_services
 from router.api import ClientRefused, Degraded, Routed
 from tests.fixtures.common import free_port

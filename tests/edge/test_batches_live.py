@@ -27,9 +27,9 @@ import numpy as np
 import openai
 import pytest
 
-from edge.egress import ALLOW_ENV, parse_networks
-from edge.settings import BatchSettings
-from edge.stages import read_stages
+from edge.responses.stages import read_stages
+from edge.shared.egress import ALLOW_ENV, parse_networks
+from edge.shared.settings import BatchSettings
 from tests.fixtures.common import free_port, run_example
 from tests.fixtures.edge import EdgeFactory, RunningEdge, serve_edge
 from tests.fixtures.region import RegionFactory, RunningRegion
@@ -47,7 +47,7 @@ ANSWER_TOKENS = 12
 TIMEOUT_S = 240.0
 MAX_RATIO = 1.2
 LOOPBACK_HOOKS = BatchSettings(webhook_allow=parse_networks("127.0.0.1/32"))
-"""The receivers are on loopback: the operator's allowlist lets them in (``edge/egress.py``)."""
+"""The receivers are on loopback: the operator's allowlist lets them in (``edge/shared/egress.py``)."""
 SECRET = "whsec_" + "dm9pY2VtZXNoLWJhdGNoLWxpdmUtdGVzdC1zZWNyZXQ="
 SUBJECTS = ["cat", "river", "lantern", "garden", "violin", "harbor", "meadow", "comet", "bakery", "forest",
             "kettle", "mountain", "library", "pebble", "orchard", "lighthouse", "rabbit", "glacier", "market",

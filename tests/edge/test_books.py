@@ -1,4 +1,4 @@
-"""The per-key books (``edge/accounting.py``): the audit trail bounded per key, usage totals shared by
+"""The per-key books (``edge/tenancy/accounting.py``): the audit trail bounded per key, usage totals shared by
 every edge through a real redis-server, and both kept on the edge while Redis is unreachable."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import contextlib
 
 import redis.asyncio as aioredis
 
-from edge.accounting import Accounting
-from edge.audit import AuditRecord, Hop, MemoryAuditLog, now
-from edge.usage import UsageDelta
+from edge.tenancy.accounting import Accounting
+from edge.tenancy.audit import AuditRecord, Hop, MemoryAuditLog, now
+from edge.tenancy.usage import UsageDelta
 from tests.fixtures.common import free_port
 from tests.fixtures.router import KillableRedis
 

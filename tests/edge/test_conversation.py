@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from edge.limits import estimate_tokens
-from edge.settings import ContentLimits, EdgeSettings, LimitSettings
+from edge.shared.limits import estimate_tokens
+from edge.shared.settings import ContentLimits, EdgeSettings, LimitSettings
 from edge.testing import ScriptedRouter, SessionHarness, memory_services, silence, spoken_reply, tone
 from wire.turn import Message, Transcript
 
@@ -78,7 +78,10 @@ async def test_text_turn_history_and_what_the_router_gets() -> None:
         Message("user", "two"),
         Message("assistant", "First answer."),
     ]
-    assert edge.state.history[-2:] == [Message("user", "three"), Message("assistant", "Second answer.")]
+    assert edge.state.history[-2:] == [
+        Message("user", "three"),
+        Message("assistant", "Second answer."),
+    ]
     assert first.start.instructions == edge.state.instructions
     assert first.session.session_id == edge.state.id
 
@@ -112,7 +115,10 @@ async def test_spoken_turn_item_chain_transcript_and_history() -> None:
         (turn,) = router.turns
         assert turn.audio and turn.start.text is None
         assert turn.start.history == [Message("user", "typed first"), Message("user", "typed second")]
-        assert edge.state.history[-2:] == [Message("user", "what time is it"), Message("assistant", "Noon.")]
+        assert edge.state.history[-2:] == [
+            Message("user", "what time is it"),
+            Message("assistant", "Noon."),
+        ]
 
 
 async def test_history_is_trimmed_to_the_limit() -> None:

@@ -20,10 +20,10 @@ import openai
 import pytest
 import pytest_asyncio
 
-from edge.auth import key_id
-from edge.server import EdgeTask
-from edge.services import EdgeServices
-from edge.settings import EdgeSettings, SpeechCacheSettings
+from edge.app.server import EdgeTask
+from edge.app.services import EdgeServices
+from edge.shared.settings import EdgeSettings, SpeechCacheSettings
+from edge.tenancy.auth import key_id
 from edge.testing import ScriptedRouter, ToneVoice, clause, memory_services, text_reply
 from router.api import Degraded, Routed
 from tests.fixtures.common import free_port

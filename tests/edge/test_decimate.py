@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge.decimate import FACTOR, HISTORY, decimate
-from edge.protocols import CHUNK, RATE
+from edge.audio.decimate import FACTOR, HISTORY, decimate
+from edge.shared.protocols import CHUNK, RATE
 
 
 def _tone(hz: float, seconds: float = 0.5) -> np.ndarray:

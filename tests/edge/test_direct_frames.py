@@ -1,4 +1,4 @@
-"""Appends taken in the transport's callback (``edge/direct_ws.py``, ``edge/client_frames.py``),
+"""Appends taken in the transport's callback (``edge/app/direct_ws.py``, ``edge/realtime/client_frames.py``),
 through the edge's real server (uvicorn on loopback) and a real WebSocket client: they are heard in
 the order the client sent them with the events around them, what the session refuses is answered
 as before, and they count as activity for the idle timer.
@@ -24,9 +24,9 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
-from edge.metrics import DIRECT_FRAMES
-from edge.server import EdgeTask
-from edge.settings import EdgeSettings, LimitSettings
+from edge.app.server import EdgeTask
+from edge.shared.metrics import DIRECT_FRAMES
+from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.testing import memory_services, silence, tone
 from tests.fixtures.common import free_port
 
@@ -197,7 +197,7 @@ class _RawClient:
 
 
 async def test_frames_cut_anywhere_in_the_byte_stream_are_read_whole_and_in_order() -> None:
-    """The edge cuts the byte stream into frames itself (``edge/direct_ws.py``): frames split at any
+    """The edge cuts the byte stream into frames itself (``edge/app/direct_ws.py``): frames split at any
     byte, several in one read, a ping and a fragmented message among them, are each read whole and
     handled in the order sent: audio before a clear is cleared, audio after it committed whole,
     the ping answered."""

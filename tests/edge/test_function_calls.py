@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from edge.events import SERVER_EVENT_MODELS
+from edge.shared.events import SERVER_EVENT_MODELS
 from edge.testing import ScriptedRouter, SessionHarness, ToneVoice, called, memory_services, spoken_reply
 from router.api import ClientRefused, Degraded, Routed
 from wire.turn import Message, NamedTool, Tool, ToolCall, ToolCalls, TurnDone
@@ -203,7 +203,7 @@ async def test_tools_and_calls_survive_the_session_store() -> None:
     with calls and outputs come back as they were."""
     from litestar.stores.memory import MemoryStore
 
-    from edge.state import SessionStore
+    from edge.shared.state import SessionStore
 
     router = ScriptedRouter(called("get_weather", '{"city": "Paris"}'))
     async with SessionHarness(memory_services(router)) as edge:

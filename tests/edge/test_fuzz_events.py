@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge.settings import EdgeSettings, LimitSettings
+from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.testing import ScriptedRouter, SessionHarness, memory_services, spoken_reply, tone
 
 # -- what a client may send -------------------------------------------------------------------------

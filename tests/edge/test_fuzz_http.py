@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import ClientConnection, connect
 
-from edge.server import serve_edge
-from edge.settings import EdgeSettings, LimitSettings
+from edge.app.server import serve_edge
+from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.testing import ScriptedRouter, memory_services, spoken_reply
 from tests.edge.test_fuzz_events import json_values, raw_frames
 from tests.fixtures.common import free_port

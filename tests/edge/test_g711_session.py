@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge.input_turns import TAIL_MS
+from edge.realtime.input_turns import TAIL_MS
 from edge.testing import ScriptedRouter, SessionHarness, clause, memory_services, spoken_reply
 from router.api import Routed
 from wire.audio import (
@@ -175,7 +175,10 @@ async def test_bad_format_is_refused_naming_the_param_and_changes_nothing() -> N
         error = edge.sent[-1]
         assert error["type"] == "error"
         assert "audio.input.format" in error["error"]["param"]
-        assert (edge.state.input_audio_format, edge.state.output_audio_format) == ("audio/pcmu", "audio/pcm")
+        assert (edge.state.input_audio_format, edge.state.output_audio_format) == (
+            "audio/pcmu",
+            "audio/pcm",
+        )
         assert edge.session.turns.audio.audio_format.type == "audio/pcmu"
         # PCM is 24 kHz only, as in the OpenAI API.
         await edge.send(_update(output={"format": {"type": "audio/pcm", "rate": 8000}}))

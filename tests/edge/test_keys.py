@@ -16,10 +16,10 @@ import pytest
 from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
-from edge.app import create_app
-from edge.client_secrets import digest
-from edge.services import EdgeServices
-from edge.settings import EdgeSettings
+from edge.app.asgi import create_app
+from edge.app.services import EdgeServices
+from edge.shared.settings import EdgeSettings
+from edge.tenancy.client_secrets import digest
 from edge.testing import memory_services
 
 ADMIN = "admin-key-0123"

@@ -27,13 +27,13 @@ import websockets
 from click.testing import CliRunner
 from websockets.asyncio.client import ClientConnection, connect
 
-from edge.key_policy import KeyPolicy
-from edge.key_store import redis_client
-from edge.keys import KeyRing
-from edge.limits import TooManySessions
-from edge.server import EdgeTask
-from edge.settings import EdgeSettings, LimitSettings
-from edge.shared_limits import SharedKeyLimits
+from edge.app.server import EdgeTask
+from edge.shared.key_policy import KeyPolicy
+from edge.shared.limits import TooManySessions
+from edge.shared.settings import EdgeSettings, LimitSettings
+from edge.stores.key_store import redis_client
+from edge.tenancy.keys import KeyRing
+from edge.tenancy.shared_limits import SharedKeyLimits
 from edge.testing import memory_services
 from tests.fixtures.common import free_port
 from tests.fixtures.router import KillableRedis

@@ -1,5 +1,5 @@
 """The edge's own limits as units: admission per key and per edge, the token estimate and the
-history fit (``edge/limits.py``). The session-level behaviour is in ``test_session_update.py``,
+history fit (``edge/shared/limits.py``). The session-level behaviour is in ``test_session_update.py``,
 ``test_conversation.py`` and the fuzz suite.
 
 Fast tier: no model, no socket.
@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from edge.limits import InvalidParam, KeyLimits, TooManySessions, estimate_tokens, fit_history
-from edge.settings import ContentLimits, LimitSettings
+from edge.shared.limits import InvalidParam, KeyLimits, TooManySessions, estimate_tokens, fit_history
+from edge.shared.settings import ContentLimits, LimitSettings
 from wire.turn import Message
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge.settings import EdgeSettings
+from edge.shared.settings import EdgeSettings
 from edge.testing import Raise, ScriptedRouter, ScriptStep, SessionHarness, ToneVoice, clause, memory_services
 from router.api import ClientRefused, Degraded, FailedOver, Routed
 from wire.errors import TextTooLong
@@ -129,7 +129,7 @@ async def test_a_fully_voiced_answer_is_not_followed_by_an_apology() -> None:
     assert voice.spoken == []
     (done,) = edge.of_type("response.done")
     assert done["response"]["status"] == "completed"
-    assert done["response"]["metadata"].pop("voicemesh_stages")  # edge/stages.py
+    assert done["response"]["metadata"].pop("voicemesh_stages")  # edge/responses/stages.py
     assert done["response"]["metadata"] == {"voicemesh_region": "eu"}
     assert _deltas(edge.sent) == "It is sunny." and _assistant_history(edge) == ["It is sunny."]
 

@@ -11,8 +11,8 @@ import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
-from edge.events import SERVER_EVENT_MODELS
-from edge.settings import EdgeSettings
+from edge.shared.events import SERVER_EVENT_MODELS
+from edge.shared.settings import EdgeSettings
 from edge.testing import ScriptedRouter, SessionHarness, ToneVoice, clause, memory_services, spoken_reply
 from router.api import Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
 from wire.errors import RegionUnavailable
@@ -87,7 +87,7 @@ async def test_full_event_sequence_of_a_response() -> None:
         {"type": "output_audio", "transcript": "Hello there. How are you?"}
     ]
     assert done["output"][0]["status"] == "completed"
-    assert done["metadata"].pop("voicemesh_stages")  # edge/stages.py
+    assert done["metadata"].pop("voicemesh_stages")  # edge/responses/stages.py
     assert done["metadata"] == {"voicemesh_region": "eu-west"}
     routed = edge.of_type("voicemesh.turn.routed")[0]
     assert (routed["response_id"], routed["region"], routed["attempt"]) == (response_id, "eu-west", 1)

@@ -14,7 +14,7 @@ from typing import Any
 
 from openai.types.realtime.realtime_response_usage import RealtimeResponseUsage
 
-from edge.limits import estimate_tokens
+from edge.shared.limits import estimate_tokens
 from edge.testing import ScriptedRouter, SessionHarness, memory_services, silence, spoken_reply, tone
 from wire.turn import Message, TokenUsage, Transcript, TurnDone
 
@@ -55,7 +55,7 @@ async def test_metadata_is_echoed_in_created_and_done_beside_the_edges_own() -> 
         done = await _respond(edge, metadata={"client_event_id": "response_create_abc", "k": "v"})
     created = edge.of_type("response.created")[0]["response"]
     assert created["metadata"] == {"client_event_id": "response_create_abc", "k": "v"}
-    assert done["metadata"].pop("voicemesh_stages")  # edge/stages.py
+    assert done["metadata"].pop("voicemesh_stages")  # edge/responses/stages.py
     assert done["metadata"] == {
         "client_event_id": "response_create_abc",
         "k": "v",
@@ -153,7 +153,7 @@ async def test_usage_is_the_llms_own_count_when_the_region_gives_one() -> None:
         done = await _respond(edge)
     usage = RealtimeResponseUsage.model_validate(done["usage"])
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (123, 7, 130)
-    # The key's usage is booked from the same count (``edge/accounting.py``).
+    # The key's usage is booked from the same count (``edge/tenancy/accounting.py``).
     totals = await edge.services.accounting.usage.totals(edge.state.key_id)
     assert (totals["input_tokens"], totals["output_tokens"]) == (123, 7)
 

@@ -19,11 +19,11 @@ import pytest
 import pytest_asyncio
 import websockets
 
-from edge.server import EdgeTask, drain
-from edge.services import EdgeServices
-from edge.session_snapshot import SessionSnapshots
-from edge.settings import EdgeSettings
-from edge.shared_store import LocalStore
+from edge.app.server import EdgeTask, drain
+from edge.app.services import EdgeServices
+from edge.realtime.session_snapshot import SessionSnapshots
+from edge.shared.settings import EdgeSettings
+from edge.stores.shared_store import LocalStore
 from edge.testing import Hold, ScriptedRouter, clause, memory_services, spoken_reply
 from router.api import Routed
 from tests.edge.conftest import session_id

@@ -16,11 +16,11 @@ import pytest
 from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
-from edge.app import create_app
-from edge.auth import NotAuthenticated
-from edge.client_secrets import MintRequest, digest
-from edge.settings import EdgeSettings, LimitSettings
-from edge.shared_store import LocalStore
+from edge.app.asgi import create_app
+from edge.shared.settings import EdgeSettings, LimitSettings
+from edge.stores.shared_store import LocalStore
+from edge.tenancy.auth import NotAuthenticated
+from edge.tenancy.client_secrets import MintRequest, digest
 from edge.testing import memory_services
 
 KEY = "caller-key-0123"

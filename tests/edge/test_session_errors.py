@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from edge.settings import EdgeSettings, LimitSettings
+from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.testing import ScriptedRouter, SessionHarness, memory_services, spoken_reply
 from router.api import RoutedEvent, SessionRouting
 from wire.turn import TurnStart

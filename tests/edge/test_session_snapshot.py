@@ -1,15 +1,15 @@
 """Who owns a session, as the snapshot store says: the check each live session makes twice a second
-reads only the snapshot's lease (``edge/session_snapshot.py``), and must say what reading the whole
+reads only the snapshot's lease (``edge/realtime/session_snapshot.py``), and must say what reading the whole
 snapshot says."""
 
 from __future__ import annotations
 
 import msgspec
 
-from edge.session_snapshot import SNAPSHOT_VERSION, SessionSnapshot, SessionSnapshots, key_hash
-from edge.session_update import initial_state
-from edge.settings import EdgeSettings
-from edge.shared_store import LocalStore
+from edge.realtime.session_snapshot import SNAPSHOT_VERSION, SessionSnapshot, SessionSnapshots, key_hash
+from edge.realtime.session_update import initial_state
+from edge.shared.settings import EdgeSettings
+from edge.stores.shared_store import LocalStore
 
 
 def _snapshot(lease: str, turns: int = 40) -> SessionSnapshot:

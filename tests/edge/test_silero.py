@@ -11,9 +11,9 @@ import faster_whisper
 import numpy as np
 import pytest
 
-from edge.decimate import HISTORY, decimate
-from edge.silero import FRAME, LADDER, batch_plan, flat_8k_graph, load_silero
-from edge.vad import CHUNK, CONTEXT
+from edge.audio.decimate import HISTORY, decimate
+from edge.audio.silero import FRAME, LADDER, batch_plan, flat_8k_graph, load_silero
+from edge.audio.vad import CHUNK, CONTEXT
 from wire.audio import read_wav
 from wire.errors import ModelMissing
 

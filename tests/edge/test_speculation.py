@@ -1,4 +1,4 @@
-"""The answer started at a pause in the speech (``edge/speculation.py``): the region works through
+"""The answer started at a pause in the speech (``edge/realtime/speculation.py``): the region works through
 the rest of the silence window, the client sees only the turn that was called, and a turn started
 for speech that went on is cancelled unseen.
 
@@ -14,11 +14,11 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
-from edge.settings import EdgeSettings, VadSettings
-from edge.state import TurnDetection
+from edge.audio.turn_detector import SpeechPaused, SpeechResumed, SpeechStarted, SpeechStopped, TurnDetector
+from edge.audio.vad import CHUNK_MS
+from edge.shared.settings import EdgeSettings, VadSettings
+from edge.shared.state import TurnDetection
 from edge.testing import Hold, ScriptedRouter, SessionHarness, memory_services, silence, spoken_reply, tone
-from edge.turn_detector import SpeechPaused, SpeechResumed, SpeechStarted, SpeechStopped, TurnDetector
-from edge.vad import CHUNK_MS
 
 
 def _speculated(outcome: str) -> float:

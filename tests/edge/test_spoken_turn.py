@@ -9,7 +9,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from edge.events import SERVER_EVENT_MODELS
+from edge.shared.events import SERVER_EVENT_MODELS
 from tests.edge.conftest import rms, session_id
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, client, collect_reply, stream_audio

@@ -17,8 +17,8 @@ from typing import Any
 from openai.types.realtime import ResponseDoneEvent
 from prometheus_client import REGISTRY
 
-from edge.settings import EdgeSettings, VadSettings
-from edge.stages import EDGE_STAGES, MAX_METADATA_CHARS, METADATA_KEY, TurnStages, read_stages
+from edge.responses.stages import EDGE_STAGES, MAX_METADATA_CHARS, METADATA_KEY, TurnStages, read_stages
+from edge.shared.settings import EdgeSettings, VadSettings
 from edge.testing import (
     Hold,
     ScriptedRouter,
@@ -42,7 +42,7 @@ TIMINGS = {"queued_s": 0.0, "stt_s": 0.5, "llm_ttft_s": 0.25, "first_audio_s": 1
 """A region's ``turn.done`` timings (scripted: the relay passes them on as reported)."""
 SPOKEN_STAGES = ["eos", "commit", "route", "connect", "queue", "region", "relay", "first_audio"]
 EARLY_STAGES = ["eos", "route", "connect", "queue", "region", "relay", "first_audio"]
-"""A turn started at a pause in the speech (``edge/speculation.py``): no ``commit``."""
+"""A turn started at a pause in the speech (``edge/realtime/speculation.py``): no ``commit``."""
 NOT_EARLY = EdgeSettings(api_keys=("test-key",), vad=VadSettings(speculate_after_ms=0))
 EDGE, NEAR, FAR = Location(50.0, 8.0), Location(50.1, 8.1), Location(38.9, -77.4)
 

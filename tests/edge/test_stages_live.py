@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from edge.stages import EDGE_STAGES, read_stages
+from edge.responses.stages import EDGE_STAGES, read_stages
 from tests.fixtures.edge import RunningEdge
 from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import Reply, client, collect_reply, stream_audio
@@ -22,7 +22,7 @@ from wire.audio import CLIENT_RATE, FloatAudio
 pytestmark = pytest.mark.slow  # real models / regions
 
 SPOKEN = ["eos", "route", "connect", "queue", "region", "relay", "first_audio"]
-"""A spoken turn's stages: started at the pause in the speech (edge/speculation.py), it has no
+"""A spoken turn's stages: started at the pause in the speech (edge/realtime/speculation.py), it has no
 ``commit`` (that happened while the region worked)."""
 REGION = ["queued", "stt", "llm_ttft", "first_clause", "tts_first_audio", "first_audio", "total"]
 REGION_METRICS = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from edge.state import SessionState, SessionStore, open_store
+from edge.shared.state import SessionState, SessionStore
+from edge.stores.shared_store import open_edge_store
 from tests.edge.conftest import session_id
 from tests.fixtures.common import free_port
 from tests.fixtures.edge import EdgeFactory
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 async def test_redis_store_round_trips_session_state(redis_url: str) -> None:
-    store = SessionStore(open_store(redis_url), ttl_s=60)
+    store = SessionStore(open_edge_store(redis_url), ttl_s=60)
     state = SessionState(id="sess_redis", key_id="k", voice="jf_alpha", history=[Message("user", "hi")])
     await store.save(state)
     loaded = await store.load("sess_redis")

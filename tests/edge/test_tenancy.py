@@ -24,9 +24,9 @@ import pytest_asyncio
 import websockets
 from prometheus_client import REGISTRY
 
-from edge.server import EdgeTask
-from edge.services import EdgeServices
-from edge.settings import EdgeSettings
+from edge.app.server import EdgeTask
+from edge.app.services import EdgeServices
+from edge.shared.settings import EdgeSettings
 from edge.testing import ToneVoice, memory_services, tone
 from router.core import Router
 from router.registry import Registry

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge.events import SERVER_EVENT_MODELS
-from edge.settings import EdgeSettings
+from edge.shared.events import SERVER_EVENT_MODELS
+from edge.shared.settings import EdgeSettings
 from edge.testing import ScriptedRouter, SessionHarness, ToneVoice, memory_services, spoken_reply, text_reply
 from router.api import Degraded, FailedOver, Routed
 

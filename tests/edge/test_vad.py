@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.state import TurnDetection
-from edge.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
-from edge.vad import CHUNK, CHUNK_MS, VadBatcher
+from edge.audio.turn_detector import SpeechStarted, SpeechStopped, TurnDetector
+from edge.audio.vad import CHUNK, CHUNK_MS, VadBatcher
+from edge.shared.state import TurnDetection
 from wire.audio import read_wav
 
 

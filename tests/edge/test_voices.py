@@ -1,4 +1,4 @@
-"""Voices: every OpenAI voice name maps to a region voice through the one table (``edge/voices.py``),
+"""Voices: every OpenAI voice name maps to a region voice through the one table (``edge/shared/voices.py``),
 region voice names pass through, and a voice no region speaks is refused where the client names it,
 with an ``error`` naming the param and nothing changed, never at a turn.
 
@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from edge.settings import EdgeSettings
-from edge.testing import ScriptedRouter, SessionHarness, memory_services, spoken_reply
-from edge.voices import (
+from edge.shared.settings import EdgeSettings
+from edge.shared.voices import (
     CPU_VOICES,
     GPU_VOICES,
     KOKORO_INT8_VOICES,
@@ -22,6 +21,7 @@ from edge.voices import (
     OPENAI_VOICES,
     VoiceTable,
 )
+from edge.testing import ScriptedRouter, SessionHarness, memory_services, spoken_reply
 from voicemesh.profiles import cpu_profile, gpu_profile
 
 

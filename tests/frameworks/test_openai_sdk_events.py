@@ -17,7 +17,7 @@ import pytest
 from openai.types.realtime import RealtimeConversationItemUserMessageParam
 from openai.types.realtime.realtime_response_usage import RealtimeResponseUsage
 
-from edge.voices import OPENAI_VOICES
+from edge.shared.voices import OPENAI_VOICES
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, collect_reply, connect, send_audio
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from edge.server import drain
+from edge.app.server import drain
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RunningRegion
 from voicemesh.drills.faults import Balancer

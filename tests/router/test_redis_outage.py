@@ -1,6 +1,6 @@
 """A real redis-server killed mid-run (SIGKILL) while the edge keeps answering, then started again.
 
-The edge is the real app on its real server (``edge.server.serve_edge``), with its session store
+The edge is the real app on its real server (``edge.app.server.serve_edge``), with its session store
 and its router's breakers in that Redis. The regions are scripted stand-ins (``router.testing``)
 and the VAD and fallback voice are ``edge.testing`` stand-ins: models are not what is under test,
 Redis is. One region crashes every turn (so its breaker has something to decide), the other
@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
-from edge.client_secrets import ClientSecrets
-from edge.server import serve_edge
-from edge.settings import EdgeSettings, LimitSettings
-from edge.shared_store import RedisFallbackStore
+from edge.app.server import serve_edge
+from edge.shared.settings import EdgeSettings, LimitSettings
+from edge.stores.shared_store import RedisFallbackStore
+from edge.tenancy.client_secrets import ClientSecrets
 from edge.testing import memory_services
 from router.api import SessionRouting
 from router.core import Router

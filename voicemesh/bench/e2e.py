@@ -33,8 +33,8 @@ import numpy as np
 import openai
 from websockets.exceptions import ConnectionClosed
 
-from edge.settings import EdgeSettings
-from edge.stages import read_stages
+from edge.responses.stages import read_stages
+from edge.shared.settings import EdgeSettings
 from region.settings import RegionSettings
 from voicemesh.bench.e2e_report import Sample, as_json, summarize, table
 from voicemesh.bench.edge import EdgeProcess
@@ -295,7 +295,7 @@ async def pipecat_pass(
         "voice": profile.tts.default_voice,
         "system_prompt": SYSTEM_PROMPT,
         "max_tokens": options.max_output_tokens,
-        "temperature": 0.7,  # the edge's default for a session that sets none (edge/state.py)
+        "temperature": 0.7,  # the edge's default for a session that sets none (edge/shared/state.py)
         "callers": callers,
         "pass_no": pass_no,
         "utterances": [(u.text, str(u.wav16), u.speech_end_s) for u in utterances],

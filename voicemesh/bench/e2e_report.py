@@ -34,7 +34,8 @@ class Sample:
     reply_text: str = ""
     error: str = ""
     stages_ms: dict[str, float] = field(default_factory=dict)
-    """voicemesh only: the turn's ``voicemesh_stages`` from ``response.done`` (``edge/stages.py``)."""
+    """voicemesh only: the turn's ``voicemesh_stages`` from ``response.done``
+    (``edge/responses/stages.py``)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Sample:

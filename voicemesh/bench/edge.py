@@ -40,11 +40,11 @@ import httpx
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 
-from edge.decimate import HISTORY, decimate
-from edge.protocols import CHUNK, CHUNK_MS
-from edge.settings import EdgeSettings
-from edge.silero import load_silero
-from edge.vad import CONTEXT
+from edge.audio.decimate import HISTORY, decimate
+from edge.audio.silero import load_silero
+from edge.audio.vad import CONTEXT
+from edge.shared.protocols import CHUNK, CHUNK_MS
+from edge.shared.settings import EdgeSettings
 from voicemesh.processes import cpu_seconds, free_port, rss_mib, spawn, wait_healthy
 from voicemesh.processes import stop as stop_process
 from voicemesh.realtime import (
@@ -294,7 +294,7 @@ def silero_alone(
 async def bench_relay(
     settings: EdgeSettings, region_url: str, turns: int, report: Report
 ) -> dict[str, float]:
-    from edge.server import EdgeTask
+    from edge.app.server import EdgeTask
     from router.core import Router
     from router.registry import RegionRecord, Registry
     from router.settings import RouterSettings

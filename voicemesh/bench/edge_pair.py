@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge.settings import EdgeSettings
+from edge.shared.settings import EdgeSettings
 from voicemesh.bench.edge import EdgeProcess, Report, stream_into
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from edge.input_turns import InputTurns
-from edge.settings import VadSettings
-from edge.state import TurnDetection
-from edge.turn_audio import TurnAudio
-from edge.vad import VadBatcher
+from edge.audio.turn_audio import TurnAudio
+from edge.audio.vad import VadBatcher
+from edge.realtime.input_turns import InputTurns
+from edge.shared.settings import VadSettings
+from edge.shared.state import TurnDetection
 from region.cancel import CancelToken
 from region.settings import SttSettings
 from region.stt import Transcriber

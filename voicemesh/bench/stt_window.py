@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from edge.vad import VadBatcher
+from edge.audio.vad import VadBatcher
 from region.cancel import CancelToken
 from region.settings import SttSettings
 from region.stt import Transcriber

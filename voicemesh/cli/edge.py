@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from edge.settings import ContentLimits, EdgeSettings, LimitSettings, VadSettings
-from edge.silero import RUNTIMES
+from edge.audio.silero import RUNTIMES
+from edge.shared.settings import ContentLimits, EdgeSettings, LimitSettings, VadSettings
 from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
@@ -132,7 +132,7 @@ def serve(
     region_ca: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
-    from edge.server import serve_edge
+    from edge.app.server import serve_edge
     from router.core import Router
     from router.registry import Location, Registry
     from router.settings import RouterSettings
@@ -280,8 +280,8 @@ def bench_edge_pair(
     if rounds < 1 or n_streams < 1:
         fail("--rounds and --streams must be at least 1")
     for checkout in (a, b):
-        if not (checkout / "edge" / "session.py").is_file():
-            fail(f"{checkout} is not a voicemesh source tree (no edge/session.py): give two checkouts")
+        if not (checkout / "edge" / "__init__.py").is_file():
+            fail(f"{checkout} is not a voicemesh source tree (no edge/__init__.py): give two checkouts")
     key = "bench-" + secrets.token_hex(8)
     settings = edge_settings(profile=profile, api_keys=(key,), admin_keys=(key,), vad_runtime=vad_runtime)
     result = asyncio.run(

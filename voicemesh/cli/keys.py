@@ -1,5 +1,5 @@
 """``voicemesh keys create|list|rotate|revoke``: stored API keys, through any edge's admin API
-(``edge/key_routes.py``, ``docs/keys.md``).
+(``edge/tenancy/key_routes.py``, ``docs/keys.md``).
 
 The admin key comes from ``--admin-key``, else ``VOICEMESH_ADMIN_KEY``, else the local deployment's
 (``voicemesh up`` keeps it in its state directory). A new secret is printed alone on stdout (so

@@ -1,0 +1,377 @@
+"""The edge's HTTP and WebSocket surface (Litestar).
+
+* ``GET /v1/realtime``  WebSocket, OpenAI Realtime protocol (auth at the handshake)
+* ``POST /v1/realtime/client_secrets``  mint a short-lived ``ek_`` secret from an API key
+* ``GET /status``  the router's view of the regions plus the edge's own counters (admin scope)
+* ``GET /health``  liveness, unauthenticated
+* ``/v1/keys``  stored API keys: create, list, rotate, revoke (admin scope; ``edge/tenancy/key_routes.py``)
+* ``GET /v1/keys/{key_id}/audit``, ``/usage``  a key's audit trail and usage (admin scope;
+  ``edge/tenancy/tenant_admin.py``)
+* ``POST /v1/audio/speech``, ``POST /v1/audio/transcriptions``, ``GET /v1/models``  the OpenAI audio
+  API (``edge/speech/audio_api.py``, ``docs/speech.md``)
+* ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
+
+Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
+400 bad request, 401 bad credentials, 403 missing scope, 408 handshake too slow, 429 limits, 431
+oversized credential, 404 unknown ``session_id`` (resume), 503 draining (with ``Retry-After``).
+At the handshake they go through the ASGI WebSocket denial-response extension. The handshake is
+bounded in time, and so is a session: ``max_session_s`` in all, and ``idle_timeout_s`` without a
+client event (an ``error`` event says which, then the socket closes).
+
+``/v1/realtime?session_id=ID`` resumes a session (``docs/resume.md``): the same key's session, from
+its snapshot in the shared store, on whichever edge the client reaches. ``?residency=eu,de``
+narrows the key's residency for the session (403 outside it: ``edge/tenancy/session_tenancy.py``,
+``docs/tenants.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from typing import Any
+
+from litestar import Litestar, Request, get, post, websocket
+from litestar.connection import ASGIConnection, WebSocket
+from litestar.exceptions import WebSocketDisconnect
+from litestar.response import Response as HttpResponse
+from litestar.types.asgi_types import WebSocketResponseStartEvent
+
+from edge.app.direct_ws import attach_direct
+from edge.app.services import EdgeServices
+from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
+from edge.realtime.client_frames import ClientFrames, SessionExpired, SessionIdle
+from edge.realtime.key_session import KeySession
+from edge.realtime.session import RealtimeSession
+from edge.realtime.session_snapshot import SessionNotFound, SessionSnapshot
+from edge.realtime.session_update import initial_state
+from edge.shared.events import error_event
+from edge.shared.limits import RateLimited, TooManySessions
+from edge.shared.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
+from edge.shared.state import SessionState
+from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
+from edge.speech.batch_routes import BatchNotFound, BatchStoreUnavailable, batch_route_handlers  # issue 16c
+from edge.speech.batch_worker import BatchWorker
+from edge.speech.custom_voices import VoiceNotFound, VoiceStoreUnavailable
+from edge.speech.voice_routes import voice_route_handlers  # issue 16b: /v1/voices
+from edge.stores.key_store import KeyStoreUnavailable
+from edge.tenancy.auth import (
+    ADMIN,
+    KEY_SUBPROTOCOL,
+    CredentialTooLarge,
+    Forbidden,
+    NotAuthenticated,
+    Principal,
+    bearer_token,
+)
+from edge.tenancy.client_secrets import MintRequest
+from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
+from edge.tenancy.keys import KeyNotFound
+from edge.tenancy.session_tenancy import SessionTenancy, narrow
+from edge.tenancy.shared_limits import Slot
+from edge.tenancy.tenant_admin import tenant_route_handlers
+from wire.errors import NoRegionAvailable, ProtocolError, VoicemeshError
+
+log = logging.getLogger("voicemesh.edge")
+
+
+class HandshakeTimeout(ProtocolError):
+    code = "handshake_timeout"
+
+
+class Draining(ProtocolError):
+    """The edge is shutting down: connect again (a load balancer sends the client to another edge)."""
+
+    code = "edge_draining"
+
+
+def _status_for(exc: VoicemeshError) -> int:
+    """The HTTP status of a refusal: the most specific class first."""
+    for kind, status in (
+        (CredentialTooLarge, 431),
+        (NotAuthenticated, 401),
+        (Forbidden, 403),
+        (HandshakeTimeout, 408),
+        (RateLimited | TooManySessions, 429),
+        (SessionNotFound | KeyNotFound | VoiceNotFound | BatchNotFound, 404),
+        (
+            Draining
+            | KeyStoreUnavailable
+            | VoiceStoreUnavailable
+            | BatchStoreUnavailable
+            | NoRegionAvailable,
+            503,
+        ),
+    ):
+        if isinstance(exc, kind):
+            return status
+    return 400
+
+
+def _error_body(exc: VoicemeshError) -> dict[str, Any]:
+    error = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
+    if (param := getattr(exc, "param", None)) is not None:  # the client's field at fault (OpenAI's)
+        error["param"] = param
+    return {"error": error}
+
+
+def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
+    services: EdgeServices = conn.app.state.services
+    return services
+
+
+async def _authenticate(conn: ASGIConnection[Any, Any, Any, Any], subprotocols: list[str]) -> Principal:
+    services = _services(conn)
+    try:
+        # Credentials may be looked up in Redis: bounded there too, this bounds the whole check.
+        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
+            return await services.auth.authenticate(bearer_token(conn.headers, subprotocols))
+    except TimeoutError as exc:
+        raise HandshakeTimeout("checking the credentials took too long: try again") from exc
+
+
+async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> tuple[Principal, Slot]:
+    """Who is connecting, within their key's connect rate and session cap (a slot is taken; both
+    counted across edges, ``edge/tenancy/shared_limits.py``)."""
+    services = _services(socket)
+    principal = await _authenticate(socket, subprotocols)
+    await services.limits.check_rate(principal.key_id, principal.policy)
+    return principal, await services.limits.acquire(principal.key_id, principal.policy)
+
+
+async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
+    body = json.dumps(_error_body(exc)).encode()
+    extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
+    if "websocket.http.response" in extensions:
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if isinstance(exc, Draining):
+            headers.append((b"retry-after", str(_services(socket).settings.resume.retry_after_s).encode()))
+        start: WebSocketResponseStartEvent = {
+            "type": "websocket.http.response.start",
+            "status": _status_for(exc),
+            "headers": headers,
+        }
+        await socket.send(start)
+        await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
+    else:  # servers without the extension answer a pre-accept close with 403
+        await socket.close(code=4000 + _status_for(exc), reason=exc.code)
+
+
+@websocket("/v1/realtime")
+async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
+    services = _services(socket)
+    subprotocols: list[str] = list(socket.scope.get("subprotocols") or [])
+    try:
+        if services.draining:
+            raise Draining("this edge is shutting down: connect again (resume with session_id)")
+        principal, slot = await _admit(socket, subprotocols)
+    except ProtocolError as exc:
+        await _deny(socket, exc)
+        return
+    try:
+        lease, resumed = await _claim(socket, services, principal)
+        state = _session_state(socket, services, principal, resumed)
+    except ProtocolError as exc:
+        await services.limits.release(slot)
+        await _deny(socket, exc)
+        return
+    try:
+        # Browsers offer ("realtime", "openai-insecure-api-key.KEY"): answer with the first one that
+        # is not the key, as OpenAI does.
+        chosen = next((p for p in subprotocols if not p.startswith(KEY_SUBPROTOCOL)), None)
+        await socket.accept(subprotocols=chosen)
+        await _serve(socket, services, state, lease, resumed, principal)
+    finally:
+        await services.limits.release(slot)
+
+
+async def _claim(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal
+) -> tuple[str, SessionSnapshot | None]:
+    """This connection's lease, and the snapshot of the session it resumes (``?session_id=``)."""
+    lease = secrets.token_hex(12)
+    session_id = socket.query_params.get("session_id")
+    if session_id is None:
+        return lease, None
+    try:
+        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
+            return lease, await services.sessions.claim(session_id, principal.key_id, lease)
+    except TimeoutError as exc:
+        raise HandshakeTimeout("loading the session took too long: try again") from exc
+
+
+def _session_state(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal,
+    resumed: SessionSnapshot | None,
+) -> SessionState:  # fmt: skip
+    """The new or resumed session's state, in its key's residency narrowed by ``?residency=`` (and
+    by the resumed session's own): ``ResidencyNotAllowed`` (403) outside the key's."""
+    requested = socket.query_params.get("residency")
+    tenancy = SessionTenancy.of(
+        principal.policy,
+        requested,
+        minted=principal.residency,
+        resumed=None if resumed is None else resumed.state,
+    )
+    if resumed is not None:
+        state = resumed.state
+    else:
+        model = socket.query_params.get("model", "")
+        state = initial_state(
+            services.settings, key_id=principal.key_id, model=model, voices=principal.policy.voices
+        )
+    tenancy.apply(state)
+    return state
+
+
+async def _serve(
+    socket: WebSocket[Any, Any, Any], services: EdgeServices, state: SessionState, lease: str,
+    resumed: SessionSnapshot | None, principal: Principal,
+) -> None:  # fmt: skip
+    settings = services.settings
+    lock = asyncio.Lock()
+
+    async def send(text: str) -> None:
+        async with lock:  # the session, its response and its player all write to one socket
+            try:
+                await socket.send_text(text)
+            except WebSocketDisconnect as exc:
+                raise ConnectionError("the client went away") from exc
+
+    async def close(code: int, reason: str) -> None:
+        await socket.close(code=code, reason=reason)
+
+    keyed = KeySession(services.limits, principal, send)  # rate_limits.updated; revocation
+    session = RealtimeSession(services, state, send, close, lease=lease, policy=principal.policy, hooks=keyed)
+
+    async def revoked(code: str) -> None:
+        session.ended = code
+        await close(1008, code)  # policy violation: not to be retried with the same key
+
+    keyed.end_when_revoked(services.auth.keys.watch, revoked)
+    frames = ClientFrames(
+        socket.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
+        handle_now=session.handle_now,
+    )  # fmt: skip
+    services.open_sessions += 1
+    SESSIONS_OPEN.inc()
+    detach = attach_direct(socket.scope, frames.direct)
+    try:
+        await session.open(resumed)
+        async for raw in frames:
+            if session.ended is not None:
+                break  # taken over or drained: the socket is closed, late frames are not served
+            await session.handle(raw)
+    except (SessionIdle, SessionExpired) as exc:
+        with contextlib.suppress(Exception):
+            await send(error_event(exc))
+        await session.close()  # before the close frame: the client may reconnect the moment it reads it
+        with contextlib.suppress(Exception):
+            await socket.close(code=1000, reason=exc.code)
+    except (WebSocketDisconnect, ConnectionError):
+        pass
+    finally:
+        detach()
+        services.open_sessions -= 1
+        SESSIONS_OPEN.dec()
+        await keyed.aclose()
+        await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
+
+
+@post("/v1/realtime/client_secrets", status_code=200)
+async def client_secrets(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """OpenAI's body (``expires_after``, ``session``) plus ``voicemesh.single_use`` (a secret good
+    for one handshake). Minting has its own rate bucket per key, apart from connects."""
+    services = _services(request)
+    principal = await _authenticate(request, [])
+    if principal.via == "client_secret":
+        raise Forbidden("client secrets cannot mint client secrets: use an API key")
+    services.mint_limits.check_rate(principal.key_id)
+    mint = MintRequest.parse(await request.body())
+    narrow(principal.policy.residency, mint.residency)  # 403 outside the key's residency
+    value, expires_at = await services.auth.secrets.mint(
+        principal.key_id, mint, policy=services.auth.mint_claims(principal), stored_key=principal.stored_key
+    )
+    return {
+        "value": value,
+        "expires_at": expires_at,
+        "session": mint.session or {"type": "realtime", "object": "realtime.session"},
+    }
+
+
+@get("/status")
+async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """Operations data: admin scope only (a browser's client secret never has it)."""
+    services = _services(request)
+    (await _authenticate(request, [])).require(ADMIN)
+    return {
+        "edge": {
+            "open_sessions": services.open_sessions,
+            "sessions": sorted(services.sessions.live),  # which edge serves a session (edge drills)
+            "draining": services.draining,
+            "vad": services.vad.status(),
+            "store": services.store.status(),
+            "limits": services.limits.status(),  # per-key limits shared across edges, or not
+            "keys": services.auth.keys.store.status(),
+        },
+        "router": services.router.status(),
+    }
+
+
+@get("/health")
+async def health(request: Request[Any, Any, Any]) -> HttpResponse[dict[str, str]]:
+    """``draining`` (503) once SIGTERM arrived: load balancers stop sending new clients here."""
+    services = _services(request)
+    if services.draining:
+        headers = {"retry-after": str(services.settings.resume.retry_after_s)}
+        return HttpResponse({"status": "draining"}, status_code=503, headers=headers)
+    return HttpResponse({"status": "ok"})
+
+
+@get("/metrics", sync_to_thread=False)
+def metrics() -> HttpResponse[bytes]:
+    return HttpResponse(render(), media_type=CONTENT_TYPE)
+
+
+def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpResponse[dict[str, Any]]:
+    return HttpResponse(_error_body(exc), status_code=_status_for(exc))
+
+
+def create_app(services: EdgeServices) -> Litestar:
+    worker = BatchWorker(services, services.batches) if services.batches is not None else None
+
+    async def startup(app: Litestar) -> None:
+        app.state.services = services
+        await services.start()
+        if worker is not None:
+            worker.start()
+
+    async def shutdown(app: Litestar) -> None:
+        if worker is not None:
+            await worker.stop()  # its claims go back to the queue: another edge takes them on
+        await services.aclose()
+
+    return Litestar(
+        route_handlers=[
+            realtime,
+            client_secrets,
+            status,
+            health,
+            metrics,
+            *web_route_handlers(),  # issue 7
+            *key_route_handlers(),  # issue 17a: /v1/keys
+            *tenant_route_handlers(_authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
+            *audio_route_handlers(_authenticate),  # issue 16a: speech, transcriptions, models
+            *voice_route_handlers(_authenticate),  # issue 16b: custom voices
+            *batch_route_handlers(_authenticate),  # issue 16c: speech batches
+        ],
+        on_startup=[startup],
+        on_shutdown=[shutdown],
+        exception_handlers={VoicemeshError: _error_response},
+        debug=False,
+    )
+
+
+__all__ = ["create_app"]

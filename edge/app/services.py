@@ -1,0 +1,126 @@
+"""What every session of an edge process shares: router, VAD, fallback voice, stores, limits.
+
+The models come in behind ``edge.shared.protocols`` (and the router behind ``router.api.TurnRouter``):
+``EdgeServices.build`` wires the real ones from settings, ``edge.testing.memory_services`` in-memory
+stand-ins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field, replace
+
+from edge.audio.fallback_voice import FallbackVoice
+from edge.audio.vad import VadBatcher
+from edge.realtime.session_snapshot import SessionSnapshots
+from edge.shared.limits import KeyLimits
+from edge.shared.protocols import FallbackSpeaker, Vad
+from edge.shared.settings import EdgeSettings
+from edge.speech.custom_voices import VoiceLibrary, open_voice_store
+from edge.speech.speech_cache import SpeechCache
+from edge.stores.batch_store import BatchStore
+from edge.stores.key_store import open_key_store, redis_client
+from edge.stores.shared_store import EdgeStore, open_edge_store
+from edge.tenancy.accounting import Accounting
+from edge.tenancy.auth import Authenticator
+from edge.tenancy.client_secrets import ClientSecrets
+from edge.tenancy.keys import KeyRing
+from edge.tenancy.shared_limits import SharedKeyLimits
+from router.api import TurnRouter
+
+
+@dataclass
+class EdgeServices:
+    settings: EdgeSettings
+    router: TurnRouter
+    vad: Vad
+    fallback: FallbackSpeaker
+    sessions: SessionSnapshots
+    auth: Authenticator
+    limits: SharedKeyLimits
+    """Per key: open sessions and the connect bucket, across edges when Redis is configured."""
+    mint_limits: KeyLimits
+    """Per key: the bucket for minting client secrets, apart from connects."""
+    store: EdgeStore
+    voice_library: VoiceLibrary
+    """Custom voices, shared by every edge (``edge/speech/custom_voices.py``)."""
+    speech_cache: SpeechCache
+    """Repeated speech requests, shared by every edge (``edge/speech/speech_cache.py``)."""
+    accounting: Accounting = field(default_factory=Accounting)
+    """Per key: the audit trail and usage totals (``edge/tenancy/accounting.py``)."""
+    batches: BatchStore | None = None
+    """Speech batch jobs, in the shared Redis (``edge/stores/batch_store.py``); ``None`` without one."""
+    open_sessions: int = 0
+    draining: bool = False
+    """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/app/server.py``)."""
+    relay_times: list[float] | None = None
+    _preload: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, settings: EdgeSettings, router: TurnRouter) -> EdgeServices:
+        """The real thing: batched Silero VAD and Piper from the settings' model paths."""
+        vad = VadBatcher(settings.vad_model, runtime=settings.vad_runtime)
+        return cls.with_models(settings, router, vad=vad, fallback=FallbackVoice(settings.piper_model))
+
+    @classmethod
+    def with_models(
+        cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker
+    ) -> EdgeServices:
+        """Services around the given router, VAD and fallback voice; stores as the settings say."""
+        store = open_edge_store(settings.store_url, timeout_s=settings.redis_timeout_s)
+        limits = settings.limits
+        minting = replace(limits, connect_rate_per_s=limits.mint_rate_per_s, connect_burst=limits.mint_burst)
+        timeout = settings.redis_timeout_s
+        return cls(
+            settings=settings,
+            router=router,
+            vad=vad,
+            fallback=fallback,
+            sessions=SessionSnapshots(store, ttl_s=settings.resume.ttl_s),
+            auth=Authenticator(
+                settings,
+                ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s),
+                KeyRing(
+                    open_key_store(settings.store_url, timeout_s=timeout), settings.keys, settings.voices
+                ),
+            ),
+            limits=SharedKeyLimits(
+                limits,
+                None if settings.store_url is None else redis_client(settings.store_url, timeout),
+                lease_s=settings.keys.session_lease_s,
+                timeout_s=timeout,
+            ),
+            mint_limits=KeyLimits(minting),
+            store=store,
+            voice_library=VoiceLibrary(
+                open_voice_store(settings.store_url, timeout_s=timeout), settings.voices
+            ),
+            speech_cache=SpeechCache(store, settings.speech_cache),
+            accounting=Accounting.open(settings.store_url, timeout_s=settings.redis_timeout_s),
+            batches=None
+            if settings.store_url is None
+            # An item's audio (megabytes) goes in one call: more time than a session's small reads.
+            else BatchStore(
+                redis_client(settings.store_url, max(timeout, 5.0)), ttl_s=settings.batches.result_ttl_s
+            ),
+        )
+
+    async def start(self) -> None:
+        # Piper takes ~2 s to load: do it now, not during the first degraded turn.
+        self._preload = asyncio.create_task(self.fallback.load())
+
+    async def aclose(self) -> None:
+        if self._preload is not None:
+            self._preload.cancel()
+            with contextlib.suppress(BaseException):
+                await self._preload
+        await self.vad.aclose()
+        await self.router.aclose()
+        await self.auth.keys.aclose()
+        await self.limits.aclose()
+        await self.store.aclose()
+        await self.voice_library.store.aclose()
+        await self.accounting.aclose()
+        if self.batches is not None:
+            await self.batches.aclose()

@@ -1,0 +1,340 @@
+"""One session's response slot: start a response on the conversation's pending input (or on what
+``response.create`` asked for: ``edge/realtime/response_params.py``), cancel it, and when it ends put what was
+heard into the conversation (unless it was out of band) and save the session. A response that
+answered user audio but ended without its transcript hands that audio to the session's input
+transcription (``edge/realtime/transcription.py``).
+
+Every turn is routed in the session's residency, with its key's priority class
+(``edge/tenancy/session_tenancy.py``).
+When no region of it can serve the turn, the key's ``on_no_region`` decides: the edge's own voice
+(the router's ``Degraded``, as always) or an ``error`` (the response fails, nothing is spoken). Each
+finished response is booked: its audit record and usage (``edge/tenancy/accounting.py``).
+
+A session has at most one response at a time; its task is this session's only background work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
+
+import msgspec
+
+from edge.app.services import EdgeServices
+from edge.realtime.conversation import Conversation, UserTurn
+from edge.realtime.response_params import answer_input, fit_turn, response_params
+from edge.realtime.speculation import SpeculativeTurn
+from edge.realtime.transcription import InputTranscription
+from edge.responses.params import ResponseParams
+from edge.responses.response import CancelReason, Response, ResponseResult
+from edge.responses.stages import silence_window_s
+from edge.shared.events import Send, new_id
+from edge.shared.metrics import RESPONSES
+from edge.shared.state import SessionState
+from edge.tenancy.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
+from edge.tenancy.session_tenancy import refusal_for, routing_of
+from edge.tenancy.usage import UsageDelta
+from router.api import Degraded, RoutedEvent
+from wire.errors import BadEvent, ProtocolError
+from wire.turn import Transcript, TurnStart
+
+
+class ResponseLifecycle:
+    def __init__(
+        self,
+        services: EdgeServices,
+        state: SessionState,
+        conversation: Conversation,
+        send: Send,
+        transcription: InputTranscription,
+    ) -> None:
+        self._services = services
+        self._state = state
+        self._conversation = conversation
+        self._send = send
+        self._transcription = transcription
+        self.response: Response | None = None
+        self.last_response_id: str | None = None
+        self.turn_start: TurnStart | None = None
+        """What the response in progress asked the router (a session snapshot keeps it)."""
+        self._task: asyncio.Task[None] | None = None
+        self._speculative: SpeculativeTurn | None = None
+        """The turn started at a pause in the user's speech (``speculate``), if one is."""
+        self._drops: set[asyncio.Task[None]] = set()
+        self._early: SpeculativeTurn | None = None
+        """The early turn the response in progress took over, if it did."""
+        self.on_done: Callable[[], None] | None = None
+        """Called as each ``response.done`` has gone out (``SessionHooks.response_done``)."""
+
+    def start(self, params: ResponseParams | None = None, *, speech_stopped_at: float | None = None) -> None:
+        """``response.create`` with its checked ``params`` (``edge/realtime/response_params.py``), or the end
+        of a VAD turn (the session's settings): answer the pending input, or what ``params`` say.
+        ``speech_stopped_at`` (perf_counter): when server VAD called the end of the speech this
+        answers, where the response's stages begin (``edge/responses/stages.py``)."""
+        spec, self._speculative = self._speculative, None
+        early = None
+        try:
+            if self.response is not None:
+                raise BadEvent(
+                    "a response is already in progress", code="conversation_already_has_active_response"
+                )
+            state, services = self._state, self._services
+            params = params or response_params(None, state, services.settings)
+            turn = answer_input(params, self._conversation, state)
+            start, turn = self._turn_start(params, turn)
+            if turn.audio_item_id is not None:
+                self._transcription.taken(turn.audio_item_id)  # this response transcribes it
+            if spec is not None and spec.matches(routing_of(state), start, self._audio_of(turn)):
+                start, early = spec.start, spec
+        finally:
+            if spec is not None and early is None:
+                self._closing(spec.drop())
+        self._launch(start, params, turn, early)
+        td = state.turn_detection
+        if speech_stopped_at is not None and td is not None and self.response is not None:
+            sent_at = early.started_at if early is not None else None
+            self.response.frames.stages.heard_speech(
+                speech_stopped_at, silence_window_s(td.silence_duration_ms), sent_at=sent_at
+            )
+            if early is not None:
+                early_ms = max(0.0, speech_stopped_at - early.started_at) * 1000
+                self.response.frames.metadata["voicemesh_started_early_ms"] = f"{early_ms:.0f}"
+
+    def speculate(self, audio: bytes) -> None:
+        """A pause in the user's speech: start the turn its end would start, with ``audio``, unseen
+        (``edge/realtime/speculation.py``); ``start`` takes it over if the same turn is called. Not while a
+        response is in progress, whose slot the called turn could not take."""
+        if self.response is not None or not audio:
+            return
+        self.drop_speculation()
+        state = self._state
+        params = response_params(None, state, self._services.settings)
+        try:
+            start, _ = self._turn_start(params, self._conversation.next_turn(audio))
+        except ProtocolError:
+            return  # the called turn would be refused too: it says so then
+        routing = routing_of(state)
+        self._speculative = SpeculativeTurn(
+            routing, start, audio, self._services.router.run_turn(routing, start, audio)
+        )
+
+    def drop_speculation(self) -> None:
+        """Speech came back: the turn started at the pause is not the one that will be called."""
+        spec, self._speculative = self._speculative, None
+        if spec is not None:
+            self._closing(spec.drop())
+
+    def _closing(self, closing: Coroutine[Any, Any, None]) -> None:
+        """Closing a dropped turn (its region's cancel) goes on beside the session; ``close`` waits."""
+        task = asyncio.create_task(closing)
+        self._drops.add(task)
+        task.add_done_callback(self._drops.discard)
+
+    def _turn_start(self, params: ResponseParams, turn: UserTurn) -> tuple[TurnStart, UserTurn]:
+        """What the router is asked for ``turn``, with the history that fits."""
+        state = self._state
+        turn, max_output_tokens = fit_turn(turn, params, self._services.settings.limits.content)
+        start = TurnStart(
+            turn_id=new_id("turn"),
+            voice=params.region_voice,
+            instructions=params.instructions,
+            history=turn.history,
+            text=turn.text,
+            transcript=turn.transcript,  # known from input transcription: no second STT
+            max_output_tokens=max_output_tokens,
+            temperature=state.temperature,
+            output_audio=params.output_audio,
+            tools=params.tools,
+            tool_choice=params.tool_choice,
+            priority=state.priority,
+            custom_voice=params.custom_voice,
+        )
+        return start, turn
+
+    @staticmethod
+    def _audio_of(turn: UserTurn) -> bytes | None:
+        """The audio the router gets with ``turn``: none when its transcript is known."""
+        return None if turn.transcript is not None else turn.audio or None
+
+    def continue_turn(self, start: TurnStart) -> None:
+        """Finish an answer another connection (edge) was playing when it went away: ``start`` as
+        that edge sent it, with ``heard_text`` what the client heard; the router and the region
+        continue after it as after a region failover (``edge/realtime/resume.py``)."""
+        if self.response is not None:
+            raise BadEvent(
+                "a response is already in progress", code="conversation_already_has_active_response"
+            )
+        params = response_params(None, self._state, self._services.settings)
+        params = dataclasses.replace(params, output_audio=start.output_audio)
+        start = msgspec.structs.replace(start, priority=self._state.priority)  # the key's, now
+        turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
+        self._launch(start, params, turn)
+
+    def _launch(
+        self,
+        start: TurnStart,
+        params: ResponseParams,
+        turn: UserTurn,
+        early: SpeculativeTurn | None = None,
+    ) -> None:
+        """Start the response; ``early``: the turn already started for it, at a pause."""
+        state, services = self._state, self._services
+        self.turn_start = start
+        audio = self._audio_of(turn)
+        trail = TurnTrail()
+        if early is None:
+            routed, arrival = services.router.run_turn(routing_of(state), start, audio), time.perf_counter
+        else:
+            routed, arrival = early.adopt(), early.arrival
+        self._early = early
+        events = self._watched(routed, start, trail)
+        response = Response(
+            send=self._send,
+            events=events,
+            fallback=services.fallback,
+            hold_message=services.settings.hold_message,
+            user_item_id=self._conversation.last_item_id,  # its item's ``previous_item_id``
+            voice=params.voice,
+            lead_s=services.settings.playback_lead_s,
+            relay_times=services.relay_times,
+            output_format=state.output_audio_format,
+            on_transcript=self._transcript_writer(turn),
+            on_call=None if params.out_of_band else self._conversation.add_call,
+            params=params,
+            prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
+            arrival=arrival,
+        )
+        if not params.out_of_band:
+            timeline = response.player.timeline if params.output_audio else None  # None: text only
+            self._conversation.open_answer(response.frames.item_id, timeline)
+        self.response = response
+        self.last_response_id = response.id
+        self._task = asyncio.create_task(
+            self._run(response, turn, start, trail, len(audio or b"")), name=response.id
+        )
+
+    async def _watched(
+        self, events: AsyncIterator[RoutedEvent], start: TurnStart, trail: TurnTrail
+    ) -> AsyncGenerator[RoutedEvent, None]:
+        """The router's stream as the response relays it, noted in ``trail``; a degraded turn of a
+        key whose ``on_no_region`` is ``error`` ends in that error instead of the edge's voice."""
+        try:
+            async for ev in events:
+                trail.see(ev)
+                if not isinstance(ev, Degraded) or (refusal := refusal_for(self._state, ev)) is None:
+                    yield ev
+                    continue
+                if ev.transcript:  # what the user said is still theirs to see
+                    yield Transcript(turn_id=start.turn_id, text=ev.transcript)
+                trail.see(refusal)
+                yield refusal
+                return
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+
+    def cancel(self, reason: CancelReason) -> bool:
+        """Stop the response in progress; ``False`` when there is none (or it is already stopping)."""
+        if self.response is None or self.response.cancelling:
+            return False
+        self.response.cancel(reason)
+        return True
+
+    async def stop_item(self, item_id: str) -> None:
+        """Stop the response playing ``item_id``, if one is (cancel it like ``response.cancel``),
+        and wait for its end: its item then holds what was heard."""
+        response, task = self.response, self._task
+        if response is None or task is None or response.frames.item_id != item_id:
+            return
+        response.cancel("client_cancelled")
+        await asyncio.wait([task])
+
+    def cancel_item(self, item_id: str) -> None:
+        """The response playing ``item_id`` (if one is) stops: its item was deleted."""
+        if self.response is not None and self.response.frames.item_id == item_id:
+            self.response.cancel("client_cancelled")
+
+    async def clear_audio(self) -> str | None:
+        """``output_audio_buffer.clear``: stop the audio being played (the response in progress, as a
+        cancel does); the id of the response whose audio that was, ``None`` when none ever played."""
+        response, task = self.response, self._task
+        if response is not None and task is not None:
+            response.cancel("client_cancelled")
+            await asyncio.wait([task])
+        return self.last_response_id
+
+    async def finished(self) -> None:
+        """Wait for the response in progress, if any, to end (a draining edge lets it finish)."""
+        if self._task is not None:
+            await asyncio.wait([self._task])
+
+    async def close(self) -> None:
+        """The session is closing: stop the response without finishing it."""
+        self.drop_speculation()
+        await asyncio.gather(*self._drops, return_exceptions=True)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self._early is not None:
+            await self._early.aclose()  # (a response cancelled before it read anything)
+
+    def _transcript_writer(self, turn: UserTurn) -> Callable[[str], Awaitable[None]] | None:
+        item_id = turn.audio_item_id
+        if item_id is None:
+            return None
+        return lambda transcript: self._transcription.heard(item_id, transcript, len(turn.audio))
+
+    async def _run(
+        self, response: Response, turn: UserTurn, start: TurnStart, trail: TurnTrail, audio_in: int
+    ) -> None:
+        try:
+            result = await response.run()
+            if response.params is None or not response.params.out_of_band:
+                completed = result.status == "completed"
+                self._conversation.answered(response.frames.item_id, result.heard_text, completed=completed)
+        finally:
+            # Free the slot as ``response.done`` goes out (no await between): a client may send
+            # ``response.create`` as soon as it reads it.
+            if self.response is response:
+                self.response = None
+        if self.on_done is not None:
+            self.on_done()
+        if (early := self._early) is not None and early.start.turn_id == start.turn_id:
+            await early.aclose()  # (already closed unless the response ended before reading it)
+        served_by = result.metadata.get("served_by", "region")
+        RESPONSES.labels(result.status, served_by).inc()
+        # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
+        # the session, which cancels this one, and the turn must still be booked.
+        booking = self._booking(response, result, start, trail, audio_in)
+        if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
+            if served_by == "edge":
+                reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
+                await self._transcription.degraded(turn.audio_item_id, reason)
+            else:
+                await self._transcription.request(turn.audio_item_id, turn.audio)
+        # The snapshot without waiting for the bookkeeping (which may wait on Redis): a client may
+        # resume the moment it reads ``response.done``.
+        await self._services.sessions.save(self._state)
+        await asyncio.shield(booking)
+
+    def _booking(
+        self, response: Response, result: ResponseResult, start: TurnStart, trail: TurnTrail, audio_in: int
+    ) -> asyncio.Task[None]:
+        """The finished response's audit record and usage, being booked."""
+        state = self._state
+        if trail.degraded is not None:
+            trail.left_for(NOWHERE if trail.refused is not None else EDGE)
+        outcome, reason = trail.outcome(result.status, response.cancel_reason)
+        record = AuditRecord(
+            at=now(), key_id=state.key_id, session_id=state.id, turn_id=start.turn_id,
+            response_id=response.id, residency=state.residency, regions=trail.regions,
+            failovers=trail.hops, outcome=outcome, reason=reason,
+        )  # fmt: skip
+        tokens = (result.usage.get("input_tokens", 0), result.usage.get("output_tokens", 0))
+        delta = UsageDelta.of(audio_in_bytes=audio_in, audio_out_bytes=trail.audio_out_bytes, tokens=tokens)
+        return self._services.accounting.submit(record, delta)

@@ -1,0 +1,86 @@
+"""Conversation state kept at the edge (regions are stateless), in a pluggable store.
+
+The store is a Litestar ``Store`` (``edge.stores.shared_store``: in memory for one process, or Redis shared
+by several edges, which also keeps the client secrets any of them minted). A session's state is
+saved after each settings change and each turn, and removed when its connection closes. Redis is
+never on a session's critical path for long: every call is bounded, and while Redis is unreachable
+state is kept in this edge (see ``RedisFallbackStore``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+from litestar.stores.base import Store
+
+from wire.turn import Message, Priority, Tool, ToolChoice
+from wire.voices import CustomVoice
+
+
+class TurnDetection(msgspec.Struct, kw_only=True):
+    threshold: float
+    prefix_padding_ms: int
+    silence_duration_ms: int
+    create_response: bool = True
+    interrupt_response: bool = True
+
+
+class InputTranscription(msgspec.Struct, kw_only=True):
+    """``session.audio.input.transcription``: every committed user audio turn gets its transcript.
+    The model name is the client's (echoed); the region's own STT does the work."""
+
+    model: str | None = None
+    language: str | None = None
+    prompt: str | None = None
+
+
+class SessionState(msgspec.Struct, kw_only=True):
+    id: str
+    key_id: str
+    model: str = ""
+    voice: str = ""
+    instructions: str = ""
+    turn_detection: TurnDetection | None = None
+    output_modalities: list[str] = msgspec.field(default_factory=lambda: ["audio"])
+    max_output_tokens: int = 200
+    input_audio_format: str = "audio/pcm"
+    """``session.audio.input.format.type`` (``edge/audio/audio_formats.py``); likewise for output."""
+    output_audio_format: str = "audio/pcm"
+    transcription: InputTranscription | None = None
+    temperature: float = 0.7
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    """``session.tools`` (function tools; ``edge/responses/response_tools.py``)."""
+    tool_choice: ToolChoice = "auto"
+    history: list[Message] = msgspec.field(default_factory=list)
+    created_at: float = 0.0
+    residency: list[str] | None = None
+    """Region residency tags that may serve this session's turns (its key's, narrowed by the session:
+    ``edge/tenancy/session_tenancy.py``); ``None``: anywhere. Kept in the snapshot, so a resume keeps it."""
+    priority: Priority = "normal"
+    """The key's class in a region's queue (``TurnStart.priority``)."""
+    on_no_region: Literal["edge_voice", "error"] = "edge_voice"
+    """What a turn gets when no region of the residency can serve it (``edge/shared/key_policy.py``)."""
+    custom_voice: CustomVoice | None = None
+    """``voice`` names a custom voice: its definition, as it was when the session chose it (each
+    turn carries it to its region; kept in the snapshot, so a resume keeps it)."""
+
+
+class SessionStore:
+    """Sessions by id, serialised with msgspec, expiring after ``ttl_s`` without a save."""
+
+    def __init__(self, store: Store, *, ttl_s: int = 3600) -> None:
+        self._store = store
+        self._ttl_s = ttl_s
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(SessionState)
+
+    async def save(self, state: SessionState) -> None:
+        await self._store.set(f"session:{state.id}", self._encoder.encode(state), expires_in=self._ttl_s)
+
+    async def load(self, session_id: str) -> SessionState | None:
+        raw = await self._store.get(f"session:{session_id}")
+        return None if raw is None else self._decoder.decode(raw)
+
+    async def delete(self, session_id: str) -> None:
+        await self._store.delete(f"session:{session_id}")

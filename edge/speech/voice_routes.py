@@ -1,0 +1,58 @@
+"""The custom voices API, on every edge (``docs/speech.md``, "Custom voices"):
+
+* ``POST /v1/voices``  make a voice: ``{"name", "blend": {voice: weight}}`` or ``{"name", "style":
+  base64}``; ``"shared": true`` (admin keys only) makes it usable by every key
+* ``GET /v1/voices``  the voices this key may use (its own and the shared ones; an admin sees all)
+* ``GET /v1/voices/{id}``  one of them
+* ``DELETE /v1/voices/{id}``  its owner, or an admin
+
+A bad body is a 400 naming the field (OpenAI's error JSON); a voice the key cannot see is a 404;
+an unreachable voice store a 503. Who may see and use which voice: ``edge/speech/custom_voices.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, delete, get, post
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+
+from edge.app.services import EdgeServices
+from edge.speech.audio_api import Authenticate
+from edge.speech.custom_voices import VoiceLibrary
+from edge.tenancy.auth import Principal
+
+
+def voice_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
+    async def caller(request: Request[Any, Any, Any]) -> tuple[VoiceLibrary, Principal]:
+        services: EdgeServices = request.app.state.services
+        return services.voice_library, await authenticate(request, [])
+
+    @post("/v1/voices", status_code=201)
+    async def create_voice(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        library, principal = await caller(request)
+        services: EdgeServices = request.app.state.services
+        await services.limits.check_rate(principal.key_id, principal.policy)  # a write: the key's bucket
+        return (await library.create(await request.body(), principal)).public()
+
+    @get("/v1/voices")
+    async def list_voices(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        library, principal = await caller(request)
+        return {"object": "list", "data": [r.public() for r in await library.visible(principal)]}
+
+    @get("/v1/voices/{voice_id:str}")
+    async def get_voice(request: Request[Any, Any, Any], voice_id: FromPath[str]) -> dict[str, Any]:
+        library, principal = await caller(request)
+        return (await library.get(voice_id, principal)).public()
+
+    @delete("/v1/voices/{voice_id:str}", status_code=200)
+    async def delete_voice(request: Request[Any, Any, Any], voice_id: FromPath[str]) -> dict[str, Any]:
+        library, principal = await caller(request)
+        record = await library.delete(voice_id, principal)
+        return {"id": record.id, "object": "voice.deleted", "deleted": True}
+
+    return [create_voice, list_voices, get_voice, delete_voice]
+
+
+__all__ = ["voice_route_handlers"]
