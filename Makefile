@@ -64,6 +64,7 @@ lint: python-env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/deptry .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: python-env
 	$(BIN)/mypy
