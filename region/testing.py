@@ -22,10 +22,10 @@ import numpy as np
 
 from region.cancel import Cancelled, CancelToken
 from region.node import RegionNode, Report
-from region.pipeline import Stages
 from region.protocols import Cut, LlmClient, SpeechToText, TextToSpeech, choose_voice
 from region.session import TurnSession
 from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
+from region.turn_state import Stages
 from region.voice_styles import check_custom
 from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
 from wire.turn import RegionMessage, Segment, TokenUsage, ToolCall, TurnStart, decode_region
