@@ -10,10 +10,10 @@ from functools import partial
 
 from region.cpu_order import CpuOrder
 from region.llm import VllmClient
-from region.pipeline import Stages
 from region.settings import RegionSettings
 from region.stt import Transcriber
 from region.tts import Synthesizer
+from region.turn_state import Stages
 from region.workload import Workload
 from wire.text import ClauseChunker
 

@@ -16,9 +16,10 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from region.admission import Admission
 from region.backends import build_stages
 from region.metrics import RegionMetrics
-from region.pipeline import Stages, StreamingPipeline
 from region.protocols import LlmError
 from region.settings import RegionSettings
+from region.streaming import StreamingPipeline
+from region.turn_state import Stages
 
 log = logging.getLogger(__name__)
 

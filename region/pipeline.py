@@ -13,8 +13,10 @@ calls the LLM makes are checked against the turn's tools (``region.tools.check_c
 fails the turn with ``InvalidToolCall``) and sent as one ``tool_calls`` event after the audio of
 every clause before them.
 
-Pipelines are state-less: everything comes from the ``Turn`` (built from ``turn.start``) and the
-``Stages`` they are given (``region.protocols``). Cancelling the consuming task (or closing the
+``Pipeline`` (here) holds what both share: hearing the user, speaking one clause, reading a text
+aloud; ``StreamingPipeline`` is in ``region.streaming``. Pipelines are state-less: everything comes
+from the ``Turn`` (built from ``turn.start``) and the ``Stages`` they are given (``region.turn_state``,
+``region.protocols``). Cancelling the consuming task (or closing the
 iterator) stops every stage: the LLM stream is closed (vLLM aborts the request), and the turn's
 ``CancelToken`` stops STT and TTS in their threads (Whisper at its next segment, a Kokoro clause
 through its ONNX ``RunOptions``).
@@ -22,84 +24,16 @@ through its ONNX ``RunOptions``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator
 
 from region.cancel import Cancelled, CancelToken
-from region.cpu_order import UNORDERED, CpuOrder
-from region.legs import holds, in_legs
-from region.live_first import LiveFirst
-from region.protocols import LlmClient, SpeechToText, TextToSpeech
-from region.tools import check_call
-from region.workload import Workload
-from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16
+from region.turn_state import PipelineEvent, Stages, Turn, answers_unprompted
+from wire.audio import REGION_OUT_RATE, float_to_pcm16
 from wire.client import ClauseAudio
-from wire.tasks import cancel_and_wait
-from wire.text import ClauseChunker, split_clauses, unheard_clauses
-from wire.turn import AudioClause, Segment, TextDelta, TokenUsage, ToolCall, ToolCalls, Transcript, TurnStart
-
-PipelineEvent = Transcript | TextDelta | ClauseAudio | ToolCalls
-
-
-def answers_unprompted(start: TurnStart) -> bool:
-    """A turn whose typed text is empty (and has no audio) has no user words: it is answered from the
-    instructions and the history alone (a greeting: the edge's ``response.create`` with nothing
-    pending), with no transcript. Silence in a turn's audio, by contrast, gets no answer."""
-    return start.text is not None and not start.text.strip() and start.audio_bytes == 0
-
-
-@dataclass
-class Turn:
-    """One turn's inputs and what it has produced so far (read after a cancel, too)."""
-
-    start: TurnStart
-    audio: FloatAudio | None = None
-    """16 kHz mono float samples, when the turn carries speech."""
-    cancel: CancelToken = field(default_factory=CancelToken)
-    transcript: str = ""
-    text: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-    t0: float = field(default_factory=time.perf_counter)
-    calls: list[ToolCall] = field(default_factory=list)
-    """The function calls of the answer, checked."""
-    usage: TokenUsage | None = None
-    """The LLM's token count, when it gave one (``TurnDone.usage``)."""
-    gives_way: LiveFirst | None = None
-    """A batch turn's: each clause waits for live turns, and one arriving stops it (said again)."""
-
-    def call(self, call: ToolCall) -> None:
-        """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
-        check_call(call, self.start.tools)
-        self.calls.append(call)
-
-    def calls_event(self) -> ToolCalls | None:
-        return ToolCalls(turn_id=self.start.turn_id, calls=list(self.calls)) if self.calls else None
-
-    def mark(self, name: str, since: float | None = None) -> None:
-        """Record ``name`` as seconds since ``since`` (default: the turn's start), once."""
-        if name not in self.timings:
-            self.timings[name] = round(time.perf_counter() - (self.t0 if since is None else since), 4)
-
-
-@dataclass
-class Stages:
-    """The models a turn runs through (``region.backends.build_stages`` builds the real ones)."""
-
-    stt: SpeechToText
-    llm: LlmClient
-    tts: TextToSpeech
-    chunker: Callable[[], ClauseChunker] = ClauseChunker
-    first_leg_tokens: int = 0
-    """Decode an answer's first this-many tokens, then hold until its first clause is synthesised
-    (``region.legs``; 0: one request, no hold)."""
-    workload: Workload = field(default_factory=Workload)
-    """What the models are doing (``region.workload``), shared with them."""
-    order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
-    """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
-    every run in at once."""
+from wire.text import split_clauses, unheard_clauses
+from wire.turn import AudioClause, Segment, TextDelta, TokenUsage, ToolCall, Transcript
 
 
 class Pipeline:
@@ -225,120 +159,6 @@ class Pipeline:
         if turn.start.transcribe_only:
             return False
         return answers_unprompted(turn.start) or bool(user_text.strip())
-
-
-class _End:
-    """Marks the end of the streaming pipeline's output queue."""
-
-
-@dataclass
-class _FirstClauseHold:
-    """A turn decoded in legs (``region.legs``): its first clause waits for the end of the short
-    first leg, then is synthesised with decoding held, so nothing else runs beside it."""
-
-    first_leg_over: asyncio.Event = field(default_factory=asyncio.Event)
-    first_spoken: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-class StreamingPipeline(Pipeline):
-    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        if turn.start.speak_text is not None:
-            async for event in self.read_aloud(turn):
-                yield event
-            return
-        user_text, transcript = await self.hear(turn)
-        if transcript is not None:
-            yield transcript
-        if not self.answers(turn, user_text):
-            return
-        out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
-        clauses: asyncio.Queue[str | ToolCalls | None] = asyncio.Queue()
-        hold = _FirstClauseHold()
-        if not holds(turn.start, self.stages.first_leg_tokens):
-            hold.first_leg_over.set()
-        writer = asyncio.create_task(self._write(turn, user_text, out, clauses, hold), name="llm")
-        speaker = asyncio.create_task(self._speak_all(turn, out, clauses, hold), name="tts")
-        try:
-            while not isinstance(item := await out.get(), _End):
-                if isinstance(item, BaseException):
-                    raise item
-                if isinstance(item, ClauseAudio):
-                    turn.mark("first_audio_s")
-                yield item
-        finally:
-            turn.cancel.cancel()  # stop the TTS thread now, not when its clause would have ended
-            await cancel_and_wait(writer, speaker)
-
-    async def _write(
-        self, turn: Turn, user_text: str, out: asyncio.Queue[PipelineEvent | BaseException | _End],
-        clauses: asyncio.Queue[str | ToolCalls | None], hold: _FirstClauseHold,
-    ) -> None:  # fmt: skip
-        chunker = self.stages.chunker()
-        speaks = turn.start.output_audio  # a text-only turn sends no clause to TTS
-        t = time.perf_counter()
-
-        async def first_clause_spoken() -> None:
-            hold.first_leg_over.set()
-            if "first_clause_s" in turn.timings:  # else no clause waits for TTS: nothing to hold for
-                held = time.perf_counter()
-                await hold.first_spoken.wait()
-                turn.mark("llm_held_s", held)
-
-        cap = self.stages.first_leg_tokens
-        answer = (
-            in_legs(self.stages.llm, turn.start, user_text, cap, first_clause_spoken)
-            if holds(turn.start, cap)
-            else self.stages.llm.stream(turn.start, user_text)
-        )
-        try:
-            async for delta in answer:
-                if isinstance(delta, TokenUsage):
-                    turn.usage = delta
-                    continue
-                turn.mark("llm_ttft_s", t)
-                if isinstance(delta, ToolCall):
-                    turn.call(delta)
-                    continue
-                turn.text += delta
-                out.put_nowait(TextDelta(turn_id=turn.start.turn_id, delta=delta))
-                for clause in chunker.feed(delta) if speaks else ():
-                    turn.mark("first_clause_s")
-                    clauses.put_nowait(clause)
-            if speaks and (last := chunker.flush()):
-                turn.mark("first_clause_s")
-                clauses.put_nowait(last)
-            if calls := turn.calls_event():  # behind the clauses: sent after their audio
-                clauses.put_nowait(calls)
-            turn.mark("llm_s", t)
-        except Exception as exc:
-            out.put_nowait(exc)
-        finally:
-            hold.first_leg_over.set()
-            clauses.put_nowait(None)
-
-    async def _speak_all(
-        self,
-        turn: Turn,
-        out: asyncio.Queue[PipelineEvent | BaseException | _End],
-        clauses: asyncio.Queue[str | ToolCalls | None],
-        hold: _FirstClauseHold,
-    ) -> None:
-        index = 0
-        try:
-            while (clause := await clauses.get()) is not None:
-                if isinstance(clause, ToolCalls):
-                    out.put_nowait(clause)
-                    continue
-                await hold.first_leg_over.wait()  # the few tokens left: then the clause is alone
-                if spoken := await self.speak(turn, index, clause):
-                    out.put_nowait(spoken)
-                    index += 1
-                hold.first_spoken.set()
-            out.put_nowait(_End())
-        except Exception as exc:
-            out.put_nowait(exc)
-        finally:
-            hold.first_spoken.set()  # a writer holding for the first clause never waits on a dead speaker
 
 
 class NaivePipeline(Pipeline):

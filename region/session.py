@@ -19,7 +19,7 @@ import msgspec
 
 from region.cancel import Cancelled
 from region.node import RegionNode
-from region.pipeline import Turn
+from region.turn_state import Turn
 from region.validation import check_audio_frame, check_start
 from wire.audio import pcm16_to_float
 from wire.client import ClauseAudio

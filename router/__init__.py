@@ -5,8 +5,10 @@
 
 One turn's path: ``router.failover`` (the per-turn loop: which region next, when to degrade) runs
 one ``router.attempt`` per region (send, read under ``router.deadlines``, hand the connection back
-to ``router.pool``). What turns share: ``router.health`` (fed by ``router.prober``, prior from
-``router.geo``), ``router.choice`` (ranking), ``router.breakers``, ``router.sticky``,
+to ``router.pool``). What turns share, handed to each turn as ``failover.TurnDeps`` (never the
+``Router`` itself): ``router.health_board`` (the one owner of region health: ``router.health``
+measures and ``router.breakers``; the prober, the attempts' deadlines and the failover loop report
+to it; prior from ``router.geo``, ranking in ``router.choice``), ``router.sticky``,
 ``router.failover_log``. ``router.testing`` is a scripted stand-in region for the router's tests.
 """
 

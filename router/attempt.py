@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import msgspec
@@ -24,6 +24,7 @@ from router.api import RegionProgress
 from router.continuation import TurnProgress
 from router.deadlines import AttemptDeadline
 from router.health import RegionHealth
+from router.health_board import Latency
 from router.pool import ConnectionPool
 from wire.client import ClauseAudio, RegionConnection, RegionEvent
 from wire.errors import RegionBusy, RegionDisconnected, RegionError, decode_error
@@ -74,6 +75,7 @@ class RegionAttempt:
         cancelled: dict[str, int],
         slack: float = 1.0,
         hang_slack: float | None = None,
+        learn: Callable[[Latency], None] | None = None,
     ) -> None:
         self.region = region
         self.progress = progress
@@ -82,6 +84,8 @@ class RegionAttempt:
         self._cancelled = cancelled
         self.slack = slack
         self.hang_slack = hang_slack
+        self.learn = learn
+        """Where the answer's latencies are reported (``HealthBoard.measured``); ``None``: nowhere."""
         self.disposition = Disposition.DISCARD
         self.warm: bool | None = None
         """Whether the attempt ran on a pooled connection (no handshake on the turn's path)."""
@@ -120,7 +124,7 @@ class RegionAttempt:
         in_io = True
         try:
             deadline = AttemptDeadline(
-                region, started=loop.time(), slack=self.slack, learns=not batch, hang_slack=self.hang_slack
+                region, started=loop.time(), slack=self.slack, hang_slack=self.hang_slack, learn=self.learn
             )
             await conn.start(self.start, self.audio)
             sent = loop.time()

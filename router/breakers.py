@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ import pybreaker
 
 from router import metrics
 from router.breaker_storage import BreakerStorage
-from wire.errors import BreakerOpen, RegionBusy, RegionError
+from wire.errors import BreakerOpen, RegionError
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +34,6 @@ _STATE_VALUE = {pybreaker.STATE_CLOSED: 0, pybreaker.STATE_HALF_OPEN: 1, pybreak
 def _replay(outcome: BaseException | None) -> None:
     if outcome is not None:
         raise outcome
-
-
-def counts_as_failure(exc: BaseException) -> bool:
-    """A full region is healthy (it said so quickly): only real failures trip its breaker."""
-    return isinstance(exc, RegionError) and not isinstance(exc, RegionBusy | BreakerOpen)
 
 
 class _Listener(pybreaker.CircuitBreakerListener):
@@ -141,11 +135,10 @@ class BreakerBoard:
 
         await self._io(check)
 
-    async def record(self, region: str, outcome: BaseException | None) -> None:
-        """Feed an awaited call's outcome (``None`` = success) through pybreaker's state machine."""
+    async def record(self, region: str, outcome: RegionError | None) -> None:
+        """Feed an awaited call's outcome (``None`` = success, else a failure that counts: the caller,
+        ``router.health_board``, decides which do) through pybreaker's state machine."""
         self._trials.discard(region)
-        if outcome is not None and not counts_as_failure(outcome):
-            return
 
         def replay() -> None:
             try:
@@ -159,22 +152,8 @@ class BreakerBoard:
         await self._io(replay)
 
     def release(self, region: str) -> None:
-        """The call ended with no verdict (cancelled by the caller): free the trial slot."""
+        """The call ended with no verdict on the region: free the trial slot."""
         self._trials.discard(region)
-
-    @asynccontextmanager
-    async def calling(self, region: str) -> AsyncIterator[None]:
-        """``async with board.calling(r): await work()``: admit, then record how the work ended."""
-        await self.admit(region)
-        try:
-            yield
-        except RegionError as exc:
-            await self.record(region, exc)
-            raise
-        except BaseException:
-            self.release(region)
-            raise
-        await self.record(region, None)
 
     def status(self, region: str) -> dict[str, object]:
         b = self._breakers.get(region)

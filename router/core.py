@@ -1,30 +1,30 @@
 """The router: its lifecycle, the regions it knows (from the registry), their ranking, its status.
 
 ``Router.run_turn`` hands each turn to its own ``TurnFailover`` (``router.failover``), which tries
-regions one ``RegionAttempt`` (``router.attempt``) at a time. The router holds what turns share:
-region health (``router.health``, fed by ``router.prober``), breakers, the connection pool, the
-retry budget, sticky sessions and the failover log.
+regions one ``RegionAttempt`` (``router.attempt``) at a time. The router holds what turns share and
+hands each turn only that (``TurnDeps``): region health and breakers (``router.health_board``, fed
+by ``router.prober`` and the turns), the connection pool, the retry budget, sticky sessions and the
+failover log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 
 from router.api import RoutedEvent, SessionRouting
 from router.breaker_storage import BreakerStorage, storage_from_url
 from router.breakers import BreakerBoard
-from router.choice import rank, residency_allows
-from router.failover import TurnFailover
+from router.failover import TurnDeps, TurnFailover
 from router.failover_log import FailoverLog
 from router.health import RegionHealth, Score
+from router.health_board import HealthBoard
 from router.pool import ConnectionPool
 from router.prober import HealthProber
 from router.registry import Registry, RegistryWatcher, load_registry
 from router.settings import RouterSettings
 from router.sticky import StickySessions
-from wire.errors import NoRegionAvailable, ResidencyRefused
 from wire.rates import TokenBucket
 from wire.region_auth import ClientAuth
 from wire.turn import TurnStart
@@ -43,28 +43,29 @@ class Router:
         storage: BreakerStorage | None = None,
     ) -> None:
         self.settings = settings
-        self._regions: dict[str, RegionHealth] = {}
         self.breakers = BreakerBoard(
             storage or storage_from_url(settings.redis_url, namespace=settings.redis_namespace),
             fail_max=settings.breaker_fail_max,
             reset_timeout_s=settings.breaker_reset_s,
         )
+        self.health = HealthBoard(settings, self.breakers)
         self.pool = ConnectionPool(
             connect_timeout_s=settings.connect_timeout_s,
-            url_of=lambda r: self._regions[r].record.url if r in self._regions else None,
+            url_of=lambda r: self.regions[r].record.url if r in self.regions else None,
             warm_hold_s=settings.warm_hold_s,
             # The same cached signer the prober uses: one token for every connection and probe.
             auth=ClientAuth.from_paths(settings.region_keys_path, settings.region_ca_path),
         )
-        self.prober = HealthProber(settings, lambda: list(self._regions.values()))
-        self.prober.on_probed = lambda: self.pool.rewarm(
-            lambda r: r in self._regions and self._regions[r].reachable and self.breakers.may_admit(r)
-        )
+        self.prober = HealthProber(settings, self.health)
+        self.prober.on_probed = lambda: self.pool.rewarm(self.health.usable)
         self.budget = TokenBucket(rate_per_s=settings.retry_budget_per_s, burst=settings.retry_budget_burst)
         self.sticky = StickySessions(settings.sticky_sessions_max)
         self.failovers = FailoverLog(settings.failover_log_size)
         self.cancelled = {"drained": 0, "dropped": 0}
         """Cancelled turns whose connection was drained back to the pool, or closed."""
+        self._turns = TurnDeps(
+            settings, self.health, self.pool, self.budget, self.sticky, self.failovers, self.cancelled
+        )
         self._watcher: RegistryWatcher | None = None
         if registry is not None:
             self.apply_registry(registry)
@@ -79,7 +80,7 @@ class Router:
     async def start(self) -> None:
         if self.settings.probe_interval_s > 0:
             await self.prober.probe_all()
-        await self.breakers.refresh(list(self._regions))
+        await self.health.refresh()
         self.prober.start()
         if self._watcher is not None:
             self._watcher.start()
@@ -102,51 +103,27 @@ class Router:
 
     # Registry.
     def apply_registry(self, registry: Registry) -> None:
-        new: dict[str, RegionHealth] = {}
-        for record in registry.regions:
-            old = self._regions.get(record.id)
-            if old is not None and old.record == record:
-                new[record.id] = old
-            else:
-                new[record.id] = RegionHealth(record, self.settings)
-                if old is not None:
-                    self.pool.forget(record.id)  # its URL changed: old connections go elsewhere
-        for gone in set(self._regions) - set(new):
-            self.pool.forget(gone)
-        self._regions = new
-        log.info("router: registry has %d regions: %s", len(new), ", ".join(new) or "-")
+        for stale in self.health.apply(registry):
+            self.pool.forget(stale)  # gone, or its URL changed: old connections go nowhere
+        log.info("router: registry has %d regions: %s", len(self.regions), ", ".join(self.regions) or "-")
 
     @property
-    def regions(self) -> dict[str, RegionHealth]:
-        return self._regions
+    def regions(self) -> Mapping[str, RegionHealth]:
+        return self.health.regions
 
     # Choice.
     def rank(
         self, session: SessionRouting, exclude: frozenset[str] | set[str] = frozenset()
     ) -> list[tuple[RegionHealth, Score]]:
-        return rank(
-            self._regions.values(),
-            residency=session.residency,
-            may_admit=self.breakers.may_admit,
-            exclude=exclude,
-            sticky=self.sticky.get(session.session_id),
-            stickiness_s=self.settings.stickiness_s,
-        )
-
-    def nothing_left_reason(self, session: SessionRouting) -> str:
-        """Why no region can take the session's turn: its residency, or plain unavailability."""
-        if session.residency is not None and not any(
-            residency_allows(r.record, session.residency) for r in self._regions.values()
-        ):
-            return ResidencyRefused.code
-        return NoRegionAvailable.code
+        sticky = self.sticky.get(session.session_id)
+        return self.health.rank(session.residency, exclude=exclude, sticky=sticky)
 
     # The turn.
     def run_turn(
         self, session: SessionRouting, start: TurnStart, audio: bytes | None = None
     ) -> AsyncGenerator[RoutedEvent, None]:
         """Serve one turn (``TurnRouter``); closing the stream cancels the region's turn."""
-        return TurnFailover(self, session, start, audio).run()
+        return TurnFailover(self._turns, session, start, audio).run()
 
     # Status.
     @property
@@ -156,9 +133,8 @@ class Router:
     def status(self) -> dict[str, object]:
         ranked = {r.id: i for i, (r, _) in enumerate(self.rank(SessionRouting(session_id="")))}
         regions = []
-        for r in self._regions.values():
-            entry = r.status()
-            entry["breaker"] = self.breakers.status(r.id)
+        for r in self.regions.values():
+            entry = self.health.status(r)
             entry["rank"] = ranked.get(r.id)
             entry["idle_connections"] = self.pool.idle_count(r.id)
             regions.append(entry)

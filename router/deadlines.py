@@ -6,15 +6,18 @@ latency (``RegionHealth``), stretched by ``slack`` when no other region is left.
 probe of the region caps the deadline at a short confirmation after the last event heard
 (``RegionHealth.hang_cutoff``), so a hung region is left early.
 
-Pure bookkeeping over loop times: ``router.attempt`` reads the socket and asks ``due()``.
+Bookkeeping over loop times: ``router.attempt`` reads the socket and asks ``due()``. The latencies
+it hears go to ``learn`` (the health board's ``measured``); it writes no health itself.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 from router import metrics
 from router.health import RegionHealth
+from router.health_board import Latency
 from wire.client import ClauseAudio, RegionEvent
 from wire.errors import FirstByteTimeout
 from wire.turn import Transcript, TurnQueued
@@ -37,16 +40,17 @@ class AttemptDeadline:
     """The deadline state machine of one region attempt."""
 
     def __init__(
-        self, region: RegionHealth, *, started: float, slack: float = 1.0, learns: bool = True,
-        hang_slack: float | None = None,
+        self, region: RegionHealth, *, started: float, slack: float = 1.0,
+        hang_slack: float | None = None, learn: Callable[[Latency], None] | None = None,
     ) -> None:  # fmt: skip
         self.region = region
         self.slack = slack
         self.hang_slack = slack if hang_slack is None else hang_slack
         """``slack`` for the failed-probe cutoff (a batch item's silences are long by design, a
         region failing its probes is not)."""
-        self.learns = learns
-        """Feed the region's latency measures: not a batch item's, which waits for live turns."""
+        self.learn = learn
+        """Where the region's latency measures go; ``None`` for a batch item, which waits for live
+        turns (its latencies say nothing of the region's speed)."""
         self.started = started
         self.stage = Stage.FIRST_BYTE
         self.last_event = started
@@ -57,17 +61,17 @@ class AttemptDeadline:
         """An event arrived at ``now``: advance the stage and feed the region's latency measures."""
         self.last_event = now
         if self.stage is Stage.FIRST_BYTE:
-            if self.learns:
-                self.region.observe_first_byte(now - self.started)
+            if self.learn is not None:
+                self.learn(Latency("first_byte", now - self.started))
             self.stage = Stage.TRANSCRIPT
         if isinstance(ev, ClauseAudio):
             if self.stage is not Stage.SPEAKING:
                 self.stage = Stage.SPEAKING
-                if self.learns:
-                    self.region.observe_ttfa(now - self.started)
+                if self.learn is not None:
+                    self.learn(Latency("first_audio", now - self.started))
                     metrics.TTFA.labels(self.region.id).observe(now - self.started)
-            elif self.learns:
-                self.region.observe_clause_gap(now - self.last_audio, len(ev.clause.text))
+            elif self.learn is not None:
+                self.learn(Latency("clause_gap", now - self.last_audio, len(ev.clause.text)))
             self.last_audio = now
         elif isinstance(ev, Transcript):
             self.stage = Stage.AUDIO

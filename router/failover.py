@@ -20,23 +20,26 @@ the edge has the calls and the answer is over, so the turn completes with them (
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from router import metrics
 from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
 from router.attempt import RegionAttempt
 from router.continuation import TurnProgress
-from router.failover_log import FailoverRecord
+from router.failover_log import FailoverLog, FailoverRecord
 from router.health import RegionHealth, Score
+from router.health_board import HealthBoard
+from router.pool import ConnectionPool
+from router.settings import RouterSettings
+from router.sticky import StickySessions
 from wire.client import ClauseAudio
 from wire.errors import BreakerOpen, ProtocolError, RegionBusy, RegionError
+from wire.rates import TokenBucket
 from wire.turn import TextDelta, ToolCalls, TurnDone, TurnStart
-
-if TYPE_CHECKING:
-    from router.core import Router
 
 BATCH_SLACK = 1000.0
 """How much longer a batch item's deadlines are (see ``TurnFailover.run``)."""
@@ -44,13 +47,29 @@ BATCH_SLACK = 1000.0
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    """What a turn uses of what the router's turns share (built once by ``Router``)."""
+
+    settings: RouterSettings
+    health: HealthBoard
+    """Ranks the regions, admits through their breakers, and hears how each try ended."""
+    pool: ConnectionPool
+    budget: TokenBucket
+    """Failovers across turns (``retry_budget_per_s``)."""
+    sticky: StickySessions
+    failovers: FailoverLog
+    cancelled: dict[str, int]
+    """Cancelled turns whose connection was drained back to the pool, or closed."""
+
+
 class TurnFailover:
     """One per turn: the regions tried, the last failure, the attempts spent; ``run()`` serves it."""
 
     def __init__(
-        self, router: Router, session: SessionRouting, start: TurnStart, audio: bytes | None
+        self, deps: TurnDeps, session: SessionRouting, start: TurnStart, audio: bytes | None
     ) -> None:
-        self.router = router
+        self.deps = deps
         self.session = session
         self.start = start
         self.audio = audio
@@ -63,12 +82,12 @@ class TurnFailover:
 
     def give_up_reason(self, ranked: list[tuple[RegionHealth, Score]]) -> str:
         """Why the turn must degrade now, or ``""`` to try ``ranked[0]``. Spends a retry token."""
-        r = self.router
+        r = self.deps
         if not ranked:
             return (
                 self.failed.code
                 if isinstance(self.failed, RegionBusy)
-                else r.nothing_left_reason(self.session)
+                else r.health.nothing_left_reason(self.session.residency)
             )
         if self.attempts >= r.settings.max_attempts:
             return "retry_limit"
@@ -79,12 +98,14 @@ class TurnFailover:
         return ""
 
     async def run(self) -> AsyncGenerator[RoutedEvent, None]:
-        r = self.router
+        r = self.deps
         choosing = time.perf_counter()  # the router's ``choose`` stage (router/metrics.py)
-        if r.breakers.storage.blocking:
-            await r.breakers.refresh(list(r.regions))  # see other replicas' verdicts
+        if r.health.breakers.storage.blocking:
+            await r.health.refresh()  # see other replicas' verdicts
         while True:
-            ranked = r.rank(self.session, exclude=set(self.tried))
+            ranked = r.health.rank(
+                self.session.residency, exclude=set(self.tried), sticky=r.sticky.get(self.session.session_id)
+            )
             reason = self.give_up_reason(ranked)
             if reason:
                 yield self._degrade(reason)
@@ -92,7 +113,7 @@ class TurnFailover:
             region = ranked[0][0]
             r.pool.keep_warm([h.id for h, _ in ranked[: r.settings.warm_regions]])
             try:
-                await r.breakers.admit(region.id)
+                await r.health.admit(region)
             except BreakerOpen:
                 self.tried.append(region.id)  # another turn holds its half-open trial: next one
                 continue
@@ -113,6 +134,7 @@ class TurnFailover:
             attempt = RegionAttempt(
                 region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled,
                 slack=slack, hang_slack=hang_slack,
+                learn=None if self.start.is_batch else functools.partial(r.health.measured, region),
             )  # fmt: skip
             t0 = time.perf_counter()
             refused: ProtocolError | None = None
@@ -125,9 +147,7 @@ class TurnFailover:
             except ProtocolError as exc:
                 refused = exc
             except RegionError as exc:
-                await r.breakers.record(region.id, exc)
-                if not isinstance(exc, RegionBusy):
-                    region.observe_failure()
+                await r.health.turn_ended(region, exc)
                 log.warning(
                     "turn %s: region %s failed (%s): %s", self.start.turn_id, region.id, exc.code, exc
                 )
@@ -138,18 +158,18 @@ class TurnFailover:
                 choosing = self.failed_at
                 continue
             except BaseException:
-                r.breakers.release(region.id)  # cancelled by the caller: no verdict on the region
+                r.health.abandoned(region)  # cancelled by the caller: no verdict on the region
                 raise
             if refused is not None:
-                r.breakers.release(region.id)  # the request's fault: no verdict on the region
+                r.health.abandoned(region)  # the request's fault: no verdict on the region
                 log.info(
                     "turn %s: refused as a client error (%s): %s", self.start.turn_id, refused.code, refused
                 )
                 yield ClientRefused.of(refused)
                 return
-            await r.breakers.record(region.id, None)
-            if not self.start.is_batch:  # its length says nothing of the region's speed
-                region.observe_success(time.perf_counter() - t0)
+            # A batch item's length says nothing of the region's speed.
+            duration = None if self.start.is_batch else time.perf_counter() - t0
+            await r.health.turn_ended(region, None, duration_s=duration)
             r.sticky.stick(self.session.session_id, region.id)
             if attempt.done is not None:
                 yield attempt.done
@@ -175,7 +195,7 @@ class TurnFailover:
         """The next region's first audio (text, for a text-only turn): the failover is over. Noted on
         this turn's own record."""
         gap = time.perf_counter() - self.failed_at
-        self.router.failovers.note_gap(self.session.session_id, self.start.turn_id, gap, warm)
+        self.deps.failovers.note_gap(self.session.session_id, self.start.turn_id, gap, warm)
         self.failed = None
 
     def _record(
@@ -194,7 +214,7 @@ class TurnFailover:
 
     def _failed_over(self, exc: RegionError, to: str) -> FailedOver:
         metrics.FAILOVERS.labels(exc.region, exc.code).inc()
-        self.router.failovers.failed_over(self._record(exc.region, to, exc.code, exc.message))
+        self.deps.failovers.failed_over(self._record(exc.region, to, exc.code, exc.message))
         return FailedOver(
             from_region=exc.region, to_region=to, reason=exc.code, heard_text=self.progress.heard_text
         )
@@ -215,7 +235,7 @@ class TurnFailover:
             reason,
             failed.message if failed is not None else "",
         )
-        self.router.failovers.degraded_turn(record)
+        self.deps.failovers.degraded_turn(record)
         return Degraded(
             reason=reason,
             unvoiced_text=self.progress.unvoiced_text,

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import httpx
 import msgspec
 
 from router.health import HealthReport, RegionHealth
+from router.health_board import HealthBoard
 from router.periodic import Periodic
 from router.settings import RouterSettings
 from wire.region_auth import ClientAuth
@@ -26,11 +27,11 @@ _decode_report = msgspec.json.Decoder(HealthReport).decode
 
 
 class HealthProber:
-    """Polls ``/health`` of every region in a background task and feeds ``RegionHealth``."""
+    """Polls ``/health`` of every region in a background task and reports to the ``HealthBoard``."""
 
-    def __init__(self, settings: RouterSettings, regions: Callable[[], Iterable[RegionHealth]]) -> None:
+    def __init__(self, settings: RouterSettings, board: HealthBoard) -> None:
         self._settings = settings
-        self._regions = regions
+        self._board = board
         self.auth = ClientAuth.from_paths(settings.region_keys_path, settings.region_ca_path)
         """Shared with the connection pool: one token signer for probes and turns."""
         if self.auth.signer is None:
@@ -51,7 +52,7 @@ class HealthProber:
             self.on_probed()
 
     async def probe_all(self) -> None:
-        await asyncio.gather(*(self.probe(r) for r in list(self._regions())))
+        await asyncio.gather(*(self.probe(r) for r in list(self._board.regions.values())))
 
     async def probe(self, region: RegionHealth) -> None:
         t0 = time.perf_counter()
@@ -71,9 +72,9 @@ class HealthProber:
             if region.probe_ok is not False:
                 log.warning("region %s: health probe failed: %s", region.id, exc or type(exc).__name__)
             timed_out = isinstance(exc, httpx.TimeoutException)
-            region.observe_probe(None, 0.0, f"{type(exc).__name__}: {exc}", timed_out=timed_out)
+            self._board.probed(region, None, 0.0, f"{type(exc).__name__}: {exc}", timed_out=timed_out)
             return
-        region.observe_probe(report, time.perf_counter() - t0)
+        self._board.probed(region, report, time.perf_counter() - t0)
 
     async def aclose(self) -> None:
         await self._ticks.aclose()

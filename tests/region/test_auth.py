@@ -32,9 +32,11 @@ from region.app import create_app
 from region.node import RegionNode
 from region.settings import AdmissionSettings
 from region.testing import standin_node
-from router.health import RegionHealth
+from router.breaker_storage import MemoryBreakerStorage
+from router.breakers import BreakerBoard
+from router.health_board import HealthBoard
 from router.prober import HealthProber
-from router.registry import RegionRecord
+from router.registry import RegionRecord, Registry
 from router.settings import RouterSettings
 from tests.fixtures.common import free_port
 from voicemesh.cli.infra import rotate_key as rotate_key_command
@@ -288,8 +290,10 @@ def test_rotate_key_metrics_writes_the_secret_privately_and_never_prints_it(tmp_
 async def test_the_routers_prober_reads_the_full_health_with_its_token(keys: Path) -> None:
     async with serving(keys) as url:
         settings = RouterSettings(region_keys_path=str(keys), probe_interval_s=0)
-        region = RegionHealth(RegionRecord(id="stand-in", url=url), settings)
-        prober = HealthProber(settings, lambda: [region])
+        board = HealthBoard(settings, BreakerBoard(MemoryBreakerStorage(), fail_max=1, reset_timeout_s=1))
+        board.apply(Registry(regions=[RegionRecord(id="stand-in", url=url)]))
+        region = board.regions["stand-in"]
+        prober = HealthProber(settings, board)
         try:
             await prober.probe(region)
         finally:

@@ -12,9 +12,10 @@ from dataclasses import replace
 import pytest
 
 from region.backends import build_stages
-from region.pipeline import StreamingPipeline, Turn
 from region.settings import RegionSettings
+from region.streaming import StreamingPipeline
 from region.testing import FixedTranscript, ScriptedLlm, ToneTts
+from region.turn_state import Turn
 from voicemesh.profiles import cpu_profile
 from wire.client import ClauseAudio
 from wire.turn import TurnStart

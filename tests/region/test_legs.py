@@ -15,8 +15,9 @@ import asyncio
 import pytest
 
 from region.legs import in_legs
-from region.pipeline import Stages, StreamingPipeline, Turn
+from region.streaming import StreamingPipeline
 from region.testing import TOKEN, FixedTranscript, Hold, ScriptedLlm, ToneTts
+from region.turn_state import Stages, Turn
 from wire.client import ClauseAudio
 from wire.text import ClauseChunker
 from wire.turn import TextDelta, TokenUsage, Tool, TurnStart

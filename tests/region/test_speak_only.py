@@ -6,8 +6,10 @@ regions and a SIGKILL is ``tests/edge/test_speech_failover_live.py``."""
 
 from __future__ import annotations
 
-from region.pipeline import NaivePipeline, Stages, StreamingPipeline, Turn
+from region.pipeline import NaivePipeline
+from region.streaming import StreamingPipeline
 from region.testing import FixedTranscript, ScriptedLlm, ToneTts, run_frames, standin_node
+from region.turn_state import Stages, Turn
 from tests.region.helpers import start
 from wire.client import ClauseAudio
 from wire.text import split_clauses, unheard_clauses

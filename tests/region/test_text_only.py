@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from region.pipeline import NaivePipeline, Stages, Turn
+from region.pipeline import NaivePipeline
 from region.testing import FixedTranscript, ScriptedLlm, ToneTts, run_frames, standin_node
+from region.turn_state import Stages, Turn
 from tests.region.helpers import SECOND, start
 from wire.client import ClauseAudio
 from wire.turn import AudioClause, RegionMessage, TextDelta, Transcript, TurnDone, TurnStart

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from region.pipeline import NaivePipeline, Stages, Turn
+from region.pipeline import NaivePipeline
 from region.testing import FixedTranscript, ScriptedLlm, ToneTts, run_frames, standin_node
+from region.turn_state import Stages, Turn
 from tests.region.helpers import SECOND, start
 from wire.audio import pcm16_to_float
 from wire.turn import RegionMessage, TextDelta, Transcript, TurnAdmitted, TurnDone, TurnError, TurnStart

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from region.cancel import CancelToken
-from region.pipeline import Stages, StreamingPipeline, Turn
 from region.settings import TtsSettings
+from region.streaming import StreamingPipeline
 from region.testing import FixedTranscript, ScriptedLlm, ToneTts
 from region.tts import Synthesizer
+from region.turn_state import Stages, Turn
 from region.workload import Workload
 from wire.audio import FloatAudio
 from wire.turn import TurnStart

@@ -10,7 +10,7 @@ import pytest
 
 from router.breaker_storage import MemoryBreakerStorage, RedisBreakerStorage, storage_from_url
 from router.breakers import BreakerBoard
-from wire.errors import BreakerOpen, FirstByteTimeout, RegionBusy, RegionUnavailable
+from wire.errors import BreakerOpen, FirstByteTimeout, RegionUnavailable
 
 
 async def _fails_later() -> None:
@@ -36,9 +36,10 @@ async def test_awaited_failures_trip_the_breaker() -> None:
     board = BreakerBoard(MemoryBreakerStorage(), fail_max=3, reset_timeout_s=60)
     for i in range(3):
         assert board.known_state("a") == pybreaker.STATE_CLOSED
-        with pytest.raises(RegionUnavailable):
-            async with board.calling("a"):
-                await _fails_later()
+        await board.admit("a")
+        with pytest.raises(RegionUnavailable) as failed:
+            await _fails_later()
+        await board.record("a", failed.value)
         assert board.breaker("a").fail_counter == i + 1
     assert board.known_state("a") == pybreaker.STATE_OPEN
     assert not board.may_admit("a")
@@ -58,16 +59,21 @@ async def test_success_resets_the_failure_count() -> None:
     assert board.known_state("a") == pybreaker.STATE_CLOSED
 
 
-async def test_busy_and_cancellation_do_not_count() -> None:
-    board = BreakerBoard(MemoryBreakerStorage(), fail_max=1, reset_timeout_s=60)
-    with pytest.raises(RegionBusy):
-        async with board.calling("a"):
-            raise RegionBusy("full", region="a")
-    with pytest.raises(asyncio.CancelledError):
-        async with board.calling("a"):
-            raise asyncio.CancelledError
+async def test_a_released_call_gives_no_verdict_and_frees_the_trial() -> None:
+    """Busy answers and cancelled calls are released (``router.health_board`` decides which)."""
+    board = BreakerBoard(MemoryBreakerStorage(), fail_max=1, reset_timeout_s=0.1)
+    await board.admit("a")
+    board.release("a")
     assert board.known_state("a") == pybreaker.STATE_CLOSED
     assert board.breaker("a").fail_counter == 0
+    await board.admit("a")
+    await board.record("a", RegionUnavailable("down", region="a"))
+    await asyncio.sleep(0.15)
+    await board.admit("a")  # half-open: the one trial
+    with pytest.raises(BreakerOpen):
+        await board.admit("a")
+    board.release("a")
+    await board.admit("a")  # the released trial's slot is free again
 
 
 async def test_half_open_admits_one_trial_and_closes_on_success() -> None:

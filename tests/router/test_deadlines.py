@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from router.breaker_storage import MemoryBreakerStorage
+from router.breakers import BreakerBoard
 from router.deadlines import AttemptDeadline, Stage
 from router.health import HealthReport, RegionHealth
+from router.health_board import HealthBoard, Latency
 from router.registry import Location, RegionRecord
 from router.settings import RouterSettings
 from wire.client import ClauseAudio
@@ -39,7 +42,14 @@ def _clause(text: str) -> ClauseAudio:
 
 def test_stages_follow_the_answer_and_feed_the_region_measures() -> None:
     r = _region()
-    d = AttemptDeadline(r, started=100.0)
+    heard: list[Latency] = []
+
+    def learn(latency: Latency) -> None:  # what the health board is told (``HealthBoard.measured``)
+        heard.append(latency)
+        board.measured(r, latency)
+
+    board = HealthBoard(SETTINGS, BreakerBoard(MemoryBreakerStorage(), fail_max=1, reset_timeout_s=1))
+    d = AttemptDeadline(r, started=100.0, learn=learn)
     assert stage(d) is Stage.FIRST_BYTE
     assert d.deadline == pytest.approx(100.0 + r.first_byte_deadline_s())
 
@@ -63,6 +73,17 @@ def test_stages_follow_the_answer_and_feed_the_region_measures() -> None:
     d.rearm(_clause("And more words here."), 101.8, pending_chars=40)
     assert d.deadline == pytest.approx(101.8 + r.stall_deadline_s(40))
     assert d.last_event == d.last_audio == 101.8
+    assert [h.kind for h in heard] == ["first_byte", "first_audio", "clause_gap"]
+
+
+def test_without_a_learner_the_attempt_feeds_no_measure() -> None:
+    """A batch item's attempt: its latencies say nothing of the region's speed."""
+    r = _region()
+    d = AttemptDeadline(r, started=0.0)
+    d.heard(TurnAdmitted(turn_id="t", region="r"), 0.2)
+    d.heard(_clause("Hello there."), 1.0)
+    d.heard(_clause("And more."), 2.0)
+    assert r.first_byte.value is None and r.ttfa.value is None and r.synth_s_per_char.value is None
 
 
 def test_a_queued_turn_waits_its_estimated_wait_plus_first_audio() -> None:

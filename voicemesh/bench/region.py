@@ -21,8 +21,10 @@ import msgspec
 import numpy as np
 
 from region.node import RegionNode
-from region.pipeline import NaivePipeline, Pipeline, StreamingPipeline, Turn
+from region.pipeline import NaivePipeline, Pipeline
 from region.settings import RegionSettings
+from region.streaming import StreamingPipeline
+from region.turn_state import Turn
 from voicemesh.bench.region_cancel import CancelSample, cancel_summary, measure_cancels
 from voicemesh.bench.region_levers import LeverSample, kokoro_cpu_s, lever_summary, measure_lever
 from voicemesh.local_region import serve_local_region

@@ -32,7 +32,8 @@ import psutil
 
 from region.cancel import CancelToken
 from region.node import RegionNode
-from region.pipeline import StreamingPipeline, Turn
+from region.streaming import StreamingPipeline
+from region.turn_state import Turn
 from voicemesh.llm_server import renice_tree
 from voicemesh.processes import listening_pid
 from voicemesh.profiles import FIRST_CHUNK_WORDS

@@ -1,13 +1,6 @@
-"""Drive a ``TurnSession`` with real protocol frames and no socket (in the spirit of pipecat's
-``run_test``): push the frames an edge would send, get back every frame the region sent, decoded.
-
-    node = standin_node(llm=ScriptedLlm("Hello there. How are you?"))
-    out = await run_frames(node, [encode(TurnStart(turn_id="t", text="Hi"))], until=TurnDone)
-
-The stand-in models (``FixedTranscript``, ``ScriptedLlm``, ``ToneTts``, ``ThreadedTts``) are for
-tests of what the region does *around* its models: the protocol, admission, clause order,
-cancelling. Tests of what a model hears or says use the real ones (``RegionNode.from_settings`` and
-a warm-up).
+"""In-memory stand-ins for the region's models, for tests of what the region does *around* them
+(the protocol, admission, clause order, cancelling): ``FixedTranscript`` (STT), ``ScriptedLlm``,
+``ToneTts`` and ``ThreadedTts`` (TTS), and ``Hold`` to keep one busy until the test lets it go.
 """
 
 from __future__ import annotations
@@ -16,81 +9,15 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
 
 import numpy as np
 
 from region.cancel import Cancelled, CancelToken
-from region.node import RegionNode, Report
-from region.pipeline import Stages
-from region.protocols import Cut, LlmClient, SpeechToText, TextToSpeech, choose_voice
-from region.session import TurnSession
-from region.settings import AdmissionSettings, LlmSettings, RegionSettings, SttSettings, TtsSettings
+from region.protocols import Cut, choose_voice
 from region.voice_styles import check_custom
 from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
-from wire.turn import RegionMessage, Segment, TokenUsage, ToolCall, TurnStart, decode_region
+from wire.turn import Segment, TokenUsage, ToolCall, TurnStart
 from wire.voices import CustomVoice
-
-
-class MemoryChannel:
-    """A ``session.Channel`` over queues: ``push()`` what the edge sends, read ``sent`` back."""
-
-    def __init__(self) -> None:
-        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
-        self.sent: list[RegionMessage | bytes] = []
-        self._changed = asyncio.Event()
-
-    def push(self, frame: str | bytes | None) -> None:
-        """A frame from the edge; ``None`` closes the connection."""
-        self._inbox.put_nowait(frame)
-
-    async def receive(self) -> str | bytes | None:
-        return await self._inbox.get()
-
-    async def send_text(self, data: str) -> None:
-        self.sent.append(decode_region(data))
-        self._changed.set()
-
-    async def send_bytes(self, data: bytes) -> None:
-        self.sent.append(data)
-        self._changed.set()
-
-    async def wait_for(
-        self, kind: type, count: int = 1, within_s: float = 30.0
-    ) -> list[RegionMessage | bytes]:
-        """Wait until ``count`` messages of ``kind`` have been sent; return everything sent so far."""
-        async with asyncio.timeout(within_s):
-            while sum(isinstance(m, kind) for m in self.sent) < count:
-                self._changed.clear()
-                await self._changed.wait()
-        return list(self.sent)
-
-
-@asynccontextmanager
-async def open_session(node: RegionNode) -> AsyncIterator[MemoryChannel]:
-    """A session on ``node`` for the body; on the way out the edge "disconnects" and the session
-    (with anything it still runs) is awaited."""
-    channel = MemoryChannel()
-    session = asyncio.create_task(TurnSession(node, channel).serve())
-    try:
-        yield channel
-    finally:
-        channel.push(None)
-        await session
-
-
-async def run_frames(
-    node: RegionNode, frames: Sequence[str | bytes], *, until: type, count: int = 1, within_s: float = 30.0
-) -> list[RegionMessage | bytes]:
-    """Send ``frames`` on a fresh session, wait for ``count`` messages of type ``until``, close the
-    session (cancelling anything still running) and return what the region sent."""
-    async with open_session(node) as channel:
-        for frame in frames:
-            channel.push(frame)
-        return await channel.wait_for(until, count, within_s)
-
-
-# -- stand-in models -------------------------------------------------------------------------------
 
 
 class Hold:
@@ -322,23 +249,3 @@ class ThreadedTts(ToneTts):
                 # Still inside onnx_run: once the token has no run in flight, this count is down.
                 with self._lock:
                     self.in_thread -= 1
-
-
-def standin_node(
-    stt: SpeechToText | None = None,
-    llm: LlmClient | None = None,
-    tts: TextToSpeech | None = None,
-    *,
-    admission: AdmissionSettings | None = None,
-    report: Report | None = None,
-) -> RegionNode:
-    """A region node (default limits) on stand-ins: the ones given, defaults for the rest."""
-    settings = RegionSettings(
-        region_id="stand-in",
-        stt=SttSettings(model="stand-in"),
-        llm=LlmSettings(model="stand-in", served_name="stand-in"),
-        tts=TtsSettings(model="stand-in", voices="stand-in", default_voice="tone"),
-        admission=admission or AdmissionSettings(),
-    )
-    stages = Stages(stt=stt or FixedTranscript(), llm=llm or ScriptedLlm(), tts=tts or ToneTts())
-    return RegionNode(settings, stages, report=report)
