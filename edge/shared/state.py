@@ -61,4 +61,3 @@ class SessionState(msgspec.Struct, kw_only=True):
     custom_voice: CustomVoice | None = None
     """``voice`` names a custom voice: its definition, as it was when the session chose it (each
     turn carries it to its region; kept in the snapshot, so a resume keeps it)."""
-
