@@ -276,10 +276,6 @@ class BatchStore:
                 n += 1
         return n
 
-    async def is_final(self, claim: Claim) -> bool:
-        state = await self._r.hget(self._job(claim.job_id) + ":state", str(claim.index))
-        return state is None or state.decode() in FINAL
-
     async def webhook_tried(self, job_id: str, status: str, error: str = "", *, count: bool = True) -> int:
         """Notes a delivery (``count``) and the webhook's status; returns the deliveries so far."""
         key = self._job(job_id)
