@@ -25,6 +25,7 @@ from router.prober import HealthProber
 from router.registry import Registry, RegistryWatcher, load_registry
 from router.settings import RouterSettings
 from router.sticky import StickySessions
+from wire.bounded_redis import BoundedRedis
 from wire.rates import TokenBucket
 from wire.region_auth import ClientAuth
 from wire.turn import TurnStart
@@ -41,10 +42,13 @@ class Router:
         *,
         registry: Registry | None = None,
         storage: BreakerStorage | None = None,
+        redis: BoundedRedis | None = None,
     ) -> None:
+        """``redis``: the process's Redis client, shared with the edge (its owner closes it); without
+        it the router opens its own for ``settings.redis_url``."""
         self.settings = settings
         self.breakers = BreakerBoard(
-            storage or storage_from_url(settings.redis_url, namespace=settings.redis_namespace),
+            storage or storage_from_url(settings.redis_url, namespace=settings.redis_namespace, redis=redis),
             fail_max=settings.breaker_fail_max,
             reset_timeout_s=settings.breaker_reset_s,
         )

@@ -56,7 +56,6 @@ from edge.speech.batch_routes import BatchNotFound, BatchStoreUnavailable, batch
 from edge.speech.batch_worker import BatchWorker
 from edge.speech.custom_voices import VoiceNotFound, VoiceStoreUnavailable
 from edge.speech.voice_routes import voice_route_handlers  # issue 16b: /v1/voices
-from edge.stores.key_store import KeyStoreUnavailable
 from edge.tenancy.auth import (
     ADMIN,
     KEY_SUBPROTOCOL,
@@ -67,6 +66,7 @@ from edge.tenancy.auth import (
     bearer_token,
 )
 from edge.tenancy.client_secrets import MintRequest
+from edge.tenancy.key_record import KeyStoreUnavailable
 from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
 from edge.tenancy.keys import KeyNotFound
 from edge.tenancy.session_tenancy import SessionTenancy, narrow

@@ -19,15 +19,29 @@ from edge.shared.protocols import FallbackSpeaker, Vad
 from edge.shared.settings import EdgeSettings
 from edge.speech.custom_voices import VoiceLibrary, open_voice_store
 from edge.speech.speech_cache import SpeechCache
-from edge.stores.batch_store import BatchStore
-from edge.stores.key_store import open_key_store, redis_client
-from edge.stores.shared_store import EdgeStore, open_edge_store
+from edge.stores.base import EdgeStore
+from edge.stores.memory import LocalStore
+from edge.stores.redis.batches import BatchStore
+from edge.stores.redis.limits import RedisLimits
+from edge.stores.redis.sessions import RedisFallbackStore
 from edge.tenancy.accounting import Accounting
 from edge.tenancy.auth import Authenticator
 from edge.tenancy.client_secrets import ClientSecrets
+from edge.tenancy.key_record import open_key_store
 from edge.tenancy.keys import KeyRing
 from edge.tenancy.shared_limits import SharedKeyLimits
 from router.api import TurnRouter
+from wire.bounded_redis import BoundedRedis
+
+
+def open_redis(settings: EdgeSettings) -> BoundedRedis | None:
+    """The process's one Redis client (``settings.store_url``), for the edge's stores and the router's
+    breakers alike; ``None`` without a store URL (everything in this process)."""
+    if settings.store_url is None:
+        return None
+    # An item's audio (megabytes) goes in one call: more time than a session's small reads.
+    return BoundedRedis(settings.store_url, timeout_s=settings.redis_timeout_s,
+                        bulk_timeout_s=max(settings.redis_timeout_s, 5.0))  # fmt: skip
 
 
 @dataclass
@@ -49,8 +63,10 @@ class EdgeServices:
     """Repeated speech requests, shared by every edge (``edge/speech/speech_cache.py``)."""
     accounting: Accounting = field(default_factory=Accounting)
     """Per key: the audit trail and usage totals (``edge/tenancy/accounting.py``)."""
+    redis: BoundedRedis | None = None
+    """The process's Redis client behind every shared store (closed with the services)."""
     batches: BatchStore | None = None
-    """Speech batch jobs, in the shared Redis (``edge/stores/batch_store.py``); ``None`` without one."""
+    """Speech batch jobs, in the shared Redis (``edge.stores.redis.batches.py``); ``None`` without one."""
     open_sessions: int = 0
     draining: bool = False
     """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/app/server.py``)."""
@@ -58,20 +74,26 @@ class EdgeServices:
     _preload: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, settings: EdgeSettings, router: TurnRouter) -> EdgeServices:
+    def build(
+        cls, settings: EdgeSettings, router: TurnRouter, *, redis: BoundedRedis | None = None
+    ) -> EdgeServices:
         """The real thing: batched Silero VAD and Piper from the settings' model paths."""
         vad = VadBatcher(settings.vad_model, runtime=settings.vad_runtime)
-        return cls.with_models(settings, router, vad=vad, fallback=FallbackVoice(settings.piper_model))
+        fallback = FallbackVoice(settings.piper_model)
+        return cls.with_models(settings, router, vad=vad, fallback=fallback, redis=redis)
 
     @classmethod
     def with_models(
-        cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker
-    ) -> EdgeServices:
-        """Services around the given router, VAD and fallback voice; stores as the settings say."""
-        store = open_edge_store(settings.store_url, timeout_s=settings.redis_timeout_s)
+        cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker,
+        redis: BoundedRedis | None = None,
+    ) -> EdgeServices:  # fmt: skip
+        """Services around the given router, VAD and fallback voice; stores as the settings say, on
+        ``redis`` (the process's client, from ``open_redis``; opened here when not given)."""
+        if redis is None:
+            redis = open_redis(settings)
+        store: EdgeStore = LocalStore() if redis is None else RedisFallbackStore(redis)
         limits = settings.limits
         minting = replace(limits, connect_rate_per_s=limits.mint_rate_per_s, connect_burst=limits.mint_burst)
-        timeout = settings.redis_timeout_s
         return cls(
             settings=settings,
             router=router,
@@ -81,29 +103,18 @@ class EdgeServices:
             auth=Authenticator(
                 settings,
                 ClientSecrets(store, default_ttl_s=settings.client_secret_ttl_s),
-                KeyRing(
-                    open_key_store(settings.store_url, timeout_s=timeout), settings.keys, settings.voices
-                ),
+                KeyRing(open_key_store(redis), settings.keys, settings.voices),
             ),
             limits=SharedKeyLimits(
-                limits,
-                None if settings.store_url is None else redis_client(settings.store_url, timeout),
-                lease_s=settings.keys.session_lease_s,
-                timeout_s=timeout,
+                limits, None if redis is None else RedisLimits(redis), lease_s=settings.keys.session_lease_s
             ),
             mint_limits=KeyLimits(minting),
             store=store,
-            voice_library=VoiceLibrary(
-                open_voice_store(settings.store_url, timeout_s=timeout), settings.voices
-            ),
+            voice_library=VoiceLibrary(open_voice_store(redis), settings.voices),
             speech_cache=SpeechCache(store, settings.speech_cache),
-            accounting=Accounting.open(settings.store_url, timeout_s=settings.redis_timeout_s),
-            batches=None
-            if settings.store_url is None
-            # An item's audio (megabytes) goes in one call: more time than a session's small reads.
-            else BatchStore(
-                redis_client(settings.store_url, max(timeout, 5.0)), ttl_s=settings.batches.result_ttl_s
-            ),
+            accounting=Accounting.open(redis),
+            redis=redis,
+            batches=None if redis is None else BatchStore(redis, ttl_s=settings.batches.result_ttl_s),
         )
 
     async def start(self) -> None:
@@ -124,3 +135,5 @@ class EdgeServices:
         await self.accounting.aclose()
         if self.batches is not None:
             await self.batches.aclose()
+        if self.redis is not None:
+            await self.redis.aclose()  # last: every store above may still write on closing

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import msgspec
 
 from edge.shared.state import SessionState
-from edge.stores.shared_store import EdgeStore
+from edge.stores.base import EdgeStore
 from wire.errors import ProtocolError
 from wire.turn import TurnStart
 

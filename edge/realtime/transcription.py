@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 MAX_WAITING = 4
 """Transcribe-only turns one session may have queued behind the running one."""
 PCM16K_BYTES_PER_S = 32_000
-NO_TRANSCRIPT = "the region ended the turn without a transcript"
 
 
 class InputTranscription:

@@ -1,10 +1,8 @@
-"""Conversation state kept at the edge (regions are stateless), in a pluggable store.
+"""A Realtime session's settings and conversation, as the edge keeps them (regions are stateless).
 
-The store is a Litestar ``Store`` (``edge.stores.shared_store``: in memory for one process, or Redis shared
-by several edges, which also keeps the client secrets any of them minted). A session's state is
-saved after each settings change and each turn, and removed when its connection closes. Redis is
-never on a session's critical path for long: every call is bounded, and while Redis is unreachable
-state is kept in this edge (see ``RedisFallbackStore``).
+It is saved whole in the session's snapshot (``edge/realtime/session_snapshot.py``) after each
+settings change and each turn, in the edge store (``edge/stores/``: memory for one process, or
+Redis shared by several edges, with this edge's memory standing in while Redis fails).
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from litestar.stores.base import Store
 
 from wire.turn import Message, Priority, Tool, ToolChoice
 from wire.voices import CustomVoice
@@ -64,23 +61,3 @@ class SessionState(msgspec.Struct, kw_only=True):
     custom_voice: CustomVoice | None = None
     """``voice`` names a custom voice: its definition, as it was when the session chose it (each
     turn carries it to its region; kept in the snapshot, so a resume keeps it)."""
-
-
-class SessionStore:
-    """Sessions by id, serialised with msgspec, expiring after ``ttl_s`` without a save."""
-
-    def __init__(self, store: Store, *, ttl_s: int = 3600) -> None:
-        self._store = store
-        self._ttl_s = ttl_s
-        self._encoder = msgspec.msgpack.Encoder()
-        self._decoder = msgspec.msgpack.Decoder(SessionState)
-
-    async def save(self, state: SessionState) -> None:
-        await self._store.set(f"session:{state.id}", self._encoder.encode(state), expires_in=self._ttl_s)
-
-    async def load(self, session_id: str) -> SessionState | None:
-        raw = await self._store.get(f"session:{session_id}")
-        return None if raw is None else self._decoder.decode(raw)
-
-    async def delete(self, session_id: str) -> None:
-        await self._store.delete(f"session:{session_id}")

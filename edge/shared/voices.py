@@ -64,15 +64,6 @@ class VoiceTable:
             raise VoiceRefused(f"Invalid value: '{name}'. Supported values are: {accepted}.", param=param)
         return voice
 
-    @classmethod
-    def from_spec(cls, region_voices: str, aliases: str = "") -> VoiceTable:
-        """A table from text (for the environment or a flag): ``"v1,v2"`` and ``"alias=v1,..."``."""
-        pairs = (p.split("=", 1) for p in aliases.split(",") if p.strip())
-        return cls(
-            region_voices=frozenset(v.strip() for v in region_voices.split(",") if v.strip()),
-            aliases={a.strip(): v.strip() for a, v in pairs},
-        )
-
 
 KOKORO_INT8_VOICES = frozenset({"jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"})
 """The ``cpu`` profile's Kokoro int8 voice file (``voicemesh/models/catalog.py`` ``kokoro-int8``)."""

@@ -21,14 +21,14 @@ from litestar import Request, get, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Response
-from redis.exceptions import RedisError
 
 from edge.app.services import EdgeServices
 from edge.speech.audio_api import Authenticate
 from edge.speech.audio_encoding import SPEECH_FORMATS
 from edge.speech.speech_batches import job_view, make_job, parse_body, view_of
-from edge.stores.batch_store import BatchStore
+from edge.stores.redis.batches import BatchStore
 from edge.tenancy.auth import ADMIN, Principal
+from wire.bounded_redis import FAILURES
 from wire.errors import ProtocolError
 
 MAX_BODY_BYTES = 8 * 2**20
@@ -51,7 +51,7 @@ class BatchStoreUnavailable(ProtocolError):
 async def _store_calls() -> AsyncIterator[None]:
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except FAILURES as exc:
         raise BatchStoreUnavailable(
             f"the shared store did not answer ({type(exc).__name__}): retry shortly"
         ) from exc

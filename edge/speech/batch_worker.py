@@ -1,5 +1,5 @@
 """An edge's share of the speech batch work: claim an item (or a finished job's webhook) from the
-shared queue (``edge/stores/batch_store.py``), do it, and say how it went.
+shared queue (``edge.stores.redis.batches.py``), do it, and say how it went.
 
 An item is read aloud as a ``batch`` priority speak-only turn: the router sends it where the
 job's residency allows, and the region runs it only while no live turn needs it
@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 
 import httpx
-from redis.exceptions import RedisError
 
 from edge.app.services import EdgeServices
 from edge.shared.events import new_id
@@ -33,10 +32,11 @@ from edge.speech.audio_api import SpeechParams, book_cache_hit, speech_booking, 
 from edge.speech.audio_encoding import speech_encoder
 from edge.speech.speech_batches import view_of
 from edge.speech.webhooks import WebhookFailed, WebhookRefused, deliver
-from edge.stores.batch_store import BatchStore, Claim, ItemResult, ItemSpec, JobRecord
+from edge.stores.redis.batches import BatchStore, Claim, ItemResult, ItemSpec, JobRecord
 from edge.turns.speech_stream import SpeechStream
 from router.api import SessionRouting
 from router.continuation import unvoiced_rest
+from wire.bounded_redis import FAILURES
 from wire.errors import NoRegionAvailable, ProtocolError
 from wire.turn import TurnStart
 
@@ -69,7 +69,7 @@ class BatchWorker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for claim in list(self._claims):
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(*FAILURES):
                 await self.store.release(claim, 0.0)
         self._claims.clear()
         if self._http is not None:
@@ -84,7 +84,7 @@ class BatchWorker:
             try:
                 claim = await self.store.claim(self.settings.lease_s)
                 failing = False
-            except (RedisError, OSError) as exc:
+            except FAILURES as exc:
                 if not failing:
                     log.warning("speech batches: the shared store is unreachable (%s); trying again", exc)
                 failing = True
@@ -101,7 +101,7 @@ class BatchWorker:
                 else:
                     await self._item(claim)
                 self._claims.discard(claim)
-            except (RedisError, OSError) as exc:
+            except FAILURES as exc:
                 log.warning(
                     "speech batches: %s lost to the shared store (%s); its lease will pass", claim.member, exc
                 )
@@ -109,7 +109,7 @@ class BatchWorker:
             except Exception:  # a bug in one item must not stop the worker
                 log.exception("speech batches: %s failed", claim.member)
                 self._claims.discard(claim)
-                with contextlib.suppress(RedisError, OSError):
+                with contextlib.suppress(*FAILURES):
                     await self.store.release(claim, self.settings.max_retry_s)
             finally:
                 beat.cancel()
@@ -118,7 +118,7 @@ class BatchWorker:
         every = self.settings.lease_s / 3
         while True:
             await asyncio.sleep(every)
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(*FAILURES):
                 await self.store.heartbeat(claim, self.settings.lease_s)
 
     def _backoff(self, tries: int) -> float:

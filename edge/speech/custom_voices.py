@@ -9,30 +9,30 @@ use a shared voice only when its id or name is in its list, or when it blends on
 
 Regions keep nothing: the edge puts the voice's definition (``wire.voices.CustomVoice``) into every
 turn that speaks with it, so a region started after the voice was made, or one a turn fails over
-to, speaks it the same. Records live in a Redis hash (``voicemesh-voices:records``, id -> record),
-like stored keys (``edge/stores/key_store.py``): an unreachable Redis is a 503, never a local copy that
-would differ between edges.
+to, speaks it the same. Records live in the edge's ``Records`` store (``edge/stores/``; in Redis a
+hash ``voicemesh-voices:records``, id -> record), like stored keys: an unreachable Redis is a 503,
+never a local copy that would differ between edges.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import secrets
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
-from redis.exceptions import RedisError
 
 from edge.shared.json_body import typed_body
 from edge.shared.limits import InvalidParam
 from edge.shared.voices import VoiceRefused, VoiceTable
-from edge.stores.key_store import redis_client
+from edge.stores.base import Records
+from edge.stores.memory import MemoryRecords
+from edge.stores.redis.records import RedisRecords
 from edge.tenancy.auth import ADMIN, Principal
+from wire.bounded_redis import BoundedRedis
 from wire.errors import BadEvent, ProtocolError
-from wire.redact import redact_url
 from wire.voices import CustomVoice, check_blend, decode_style
 
 NAMESPACE = "voicemesh-voices"
@@ -79,75 +79,18 @@ class VoiceRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.shared or self.owner == principal.key_id or ADMIN in principal.scopes
 
 
-class VoiceStore(Protocol):
-    async def save(self, record: VoiceRecord) -> None: ...
-    async def get(self, voice_id: str) -> VoiceRecord | None: ...
-    async def delete(self, voice_id: str) -> None: ...
-    async def all(self) -> list[VoiceRecord]: ...
-    async def aclose(self) -> None: ...
+VoiceStore = Records[VoiceRecord]
 
 
-class MemoryVoiceStore:
-    """This edge only (a single edge without Redis)."""
-
-    def __init__(self) -> None:
-        self._records: dict[str, VoiceRecord] = {}
-
-    async def save(self, record: VoiceRecord) -> None:
-        self._records[record.id] = record
-
-    async def get(self, voice_id: str) -> VoiceRecord | None:
-        return self._records.get(voice_id)
-
-    async def delete(self, voice_id: str) -> None:
-        self._records.pop(voice_id, None)
-
-    async def all(self) -> list[VoiceRecord]:
-        return list(self._records.values())
-
-    async def aclose(self) -> None:
-        pass
+def _unavailable() -> VoiceStoreUnavailable:
+    return VoiceStoreUnavailable("the voice store (Redis) is unreachable: retry shortly")
 
 
-class RedisVoiceStore:
-    """Every edge's voices in one Redis hash; a failed call raises ``VoiceStoreUnavailable``."""
-
-    def __init__(self, url: str, *, timeout_s: float = 0.5) -> None:
-        self._url = url
-        self._timeout_s = timeout_s
-        self._client = redis_client(url, timeout_s)
-        self._records = f"{NAMESPACE}:records"
-        self._decoder = msgspec.json.Decoder(VoiceRecord)
-
-    async def _call(self, op: Any) -> Any:
-        try:
-            async with asyncio.timeout(2 * self._timeout_s + 0.1):
-                return await op
-        except (RedisError, OSError, TimeoutError) as exc:
-            raise VoiceStoreUnavailable(
-                f"the voice store ({redact_url(self._url)}) is unreachable: retry shortly"
-            ) from exc
-
-    async def save(self, record: VoiceRecord) -> None:
-        await self._call(self._client.hset(self._records, record.id, msgspec.json.encode(record)))
-
-    async def get(self, voice_id: str) -> VoiceRecord | None:
-        raw = await self._call(self._client.hget(self._records, voice_id))
-        return self._decoder.decode(raw) if isinstance(raw, bytes) else None
-
-    async def delete(self, voice_id: str) -> None:
-        await self._call(self._client.hdel(self._records, voice_id))
-
-    async def all(self) -> list[VoiceRecord]:
-        raws = await self._call(self._client.hvals(self._records))
-        return [self._decoder.decode(raw) for raw in raws]
-
-    async def aclose(self) -> None:
-        await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 predates aclose
-
-
-def open_voice_store(url: str | None, *, timeout_s: float = 0.5) -> VoiceStore:
-    return MemoryVoiceStore() if url is None else RedisVoiceStore(url, timeout_s=timeout_s)
+def open_voice_store(redis: BoundedRedis | None) -> VoiceStore:
+    """No Redis: this edge's memory; else one Redis hash shared by every edge."""
+    if redis is None:
+        return MemoryRecords[VoiceRecord]()
+    return RedisRecords(redis, namespace=NAMESPACE, record_type=VoiceRecord, unavailable=_unavailable)
 
 
 class NewVoice(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -234,7 +177,7 @@ class VoiceLibrary:
             id=f"voice_{secrets.token_hex(12)}", name=new.name, owner=principal.key_id, shared=new.shared,
             created_at=time.time(), blend=new.blend or {}, style=new.style or "",
         )  # fmt: skip
-        await self.store.save(record)
+        await self.store.save(record.id, record)
         return record
 
     async def visible(self, principal: Principal) -> list[VoiceRecord]:
@@ -298,9 +241,7 @@ class VoiceLibrary:
 
 
 __all__ = [
-    "MemoryVoiceStore",
     "NewVoice",
-    "RedisVoiceStore",
     "VoiceLibrary",
     "VoiceNotFound",
     "VoiceRecord",

@@ -26,7 +26,7 @@ from edge.shared.json_body import typed_body
 from edge.shared.limits import InvalidParam
 from edge.speech.audio_api import SpeechParams, check_speech
 from edge.speech.webhooks import SECRET_PREFIX, new_secret, signing_key
-from edge.stores.batch_store import FINAL, BatchStore, ItemSpec, JobRecord
+from edge.stores.redis.batches import FINAL, BatchStore, ItemSpec, JobRecord
 from edge.tenancy.auth import Principal
 from edge.tenancy.session_tenancy import narrow
 from wire.errors import ProtocolError

@@ -20,7 +20,7 @@ import msgspec
 from prometheus_client import Counter
 
 from edge.shared.settings import SpeechCacheSettings
-from edge.stores.shared_store import EdgeStore
+from edge.stores.base import EdgeStore
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,9 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from edge.tenancy.audit import AuditLog, AuditRecord, BoundedRedis, MemoryAuditLog, RedisAuditLog
-from edge.tenancy.usage import MemoryUsageTotals, RedisUsageTotals, UsageDelta, UsageTotals, count
+from edge.tenancy.audit import AuditLog, AuditRecord, open_audit_log
+from edge.tenancy.usage import UsageDelta, UsageTotals, count, open_usage
+from wire.bounded_redis import BoundedRedis
 
 log = logging.getLogger("voicemesh.edge.accounting")
 
@@ -31,19 +32,17 @@ SHARE_RETRY_MAX_S = 30.0
 
 @dataclass
 class Accounting:
-    audit: AuditLog = field(default_factory=lambda: MemoryAuditLog(AUDIT_CAP))
-    usage: UsageTotals = field(default_factory=MemoryUsageTotals)
+    audit: AuditLog = field(default_factory=lambda: open_audit_log(None, cap=AUDIT_CAP, ttl_s=AUDIT_TTL_S))
+    usage: UsageTotals = field(default_factory=lambda: open_usage(None))
     redis: BoundedRedis | None = None
+    """The process's Redis (its owner closes it), ``None`` for this edge's memory."""
     _pending: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
     _sharer: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, url: str | None, *, timeout_s: float = 0.5, audit_cap: int = AUDIT_CAP) -> Accounting:
-        """``None``: this edge's memory; ``redis://...``: shared by every edge using that Redis."""
-        if url is None:
-            return cls(audit=MemoryAuditLog(audit_cap))
-        redis = BoundedRedis(url, timeout_s=timeout_s)
-        return cls(RedisAuditLog(redis, cap=audit_cap, ttl_s=AUDIT_TTL_S), RedisUsageTotals(redis), redis)
+    def open(cls, redis: BoundedRedis | None, *, audit_cap: int = AUDIT_CAP) -> Accounting:
+        """``None``: this edge's memory; else shared by every edge using that Redis."""
+        return cls(open_audit_log(redis, cap=audit_cap, ttl_s=AUDIT_TTL_S), open_usage(redis), redis)
 
     async def book(self, record: AuditRecord, delta: UsageDelta) -> None:
         """Book one finished turn; a cancelled caller stops waiting, the booking goes on."""
@@ -87,8 +86,6 @@ class Accounting:
             # One last offer (bounded): what Redis still refuses ends with this edge, said here.
             if not (await self.audit.share_held() and await self.usage.share_held()):
                 log.warning("redis unreachable at close: books held on this edge were not shared")
-        if self.redis is not None:
-            await self.redis.aclose()
 
 
 __all__ = ["AUDIT_CAP", "Accounting"]

@@ -6,36 +6,27 @@ region that served it (in order), each failover (``from`` -> ``to``, and why: a 
 code), and the outcome: ``completed``, ``degraded`` (the edge's own voice), ``failed`` or
 ``cancelled``, with its reason. ``TurnTrail`` builds it from the router's stream as the turn runs.
 
-Two backends behind ``AuditLog``: ``MemoryAuditLog`` (one edge) and ``RedisAuditLog`` (every edge:
-a list per key, ``LPUSH`` + ``LTRIM`` to ``cap`` records, expiring ``ttl_s`` after the key's last
-turn). Redis is never on a turn's path for long: calls are bounded, and while Redis fails records are
-held in (and read from) this edge's memory, so an outage loses no record this edge wrote; once Redis
-answers again ``share_held`` pushes them, and every edge reads them (``edge/tenancy/accounting.py`` retries).
+Records are kept in a ``Trail`` of the edge's stores (``edge/stores/``): this edge's memory, or a
+list per key in Redis, bounded to ``cap`` records. Redis is never on a turn's path for long: calls
+are bounded, and while Redis fails records are held in (and read from) this edge's memory, so an
+outage loses no record this edge wrote; once Redis answers again ``share_held`` pushes them, and
+every edge reads them (``edge/tenancy/accounting.py`` retries).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
 import msgspec
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
+from edge.stores.base import Trail
+from edge.stores.memory import MemoryTrail
+from edge.stores.redis.trail import RedisTrail
 from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent
+from wire.bounded_redis import BoundedRedis
 from wire.client import ClauseAudio
-from wire.redact import redact_url
-
-log = logging.getLogger("voicemesh.edge.audit")
-
-T = TypeVar("T")
 
 Outcome = Literal["completed", "degraded", "failed", "cancelled"]
 EDGE = "edge"
@@ -116,124 +107,16 @@ def now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-class AuditLog(Protocol):
-    async def append(self, record: AuditRecord) -> None: ...
-
-    async def recent(self, key_id: str, limit: int) -> list[AuditRecord]:
-        """The key's latest ``limit`` records, newest first."""
-        ...
-
-    async def share_held(self) -> bool:
-        """Push records held on this edge while the shared store failed; True once none is held."""
-        ...
+AuditLog = Trail[AuditRecord]
+"""Where records are kept: ``MemoryTrail`` (one edge) or ``RedisTrail`` (every edge), ``edge/stores/``."""
 
 
-class MemoryAuditLog:
-    """This edge only: the last ``cap`` records per key."""
-
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
-        self._by_key: dict[str, deque[AuditRecord]] = {}
-
-    async def append(self, record: AuditRecord) -> None:
-        self._by_key.setdefault(record.key_id, deque(maxlen=self._cap)).appendleft(record)
-
-    async def recent(self, key_id: str, limit: int) -> list[AuditRecord]:
-        return list(self._by_key.get(key_id, ()))[:limit]
-
-    async def share_held(self) -> bool:
-        return True  # nothing is shared: this edge's memory is the whole trail
-
-    def take_all(self) -> list[AuditRecord]:
-        """Every record, oldest first, removed from here."""
-        records = sorted((r for kept in self._by_key.values() for r in kept), key=lambda r: r.at)
-        self._by_key.clear()
-        return records
-
-
-class BoundedRedis:
-    """A Redis client whose calls never stall the edge (timeouts, no retries); a failed call returns
-    ``(False, None)`` so the caller falls back to its memory backend. Shared by the audit trail and
-    the usage totals (``edge/tenancy/usage.py``)."""
-
-    def __init__(self, url: str, *, timeout_s: float = 0.5) -> None:
-        self.url = url
-        self.timeout_s = timeout_s
-        self.client = aioredis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
-        )
-        self.last_error = ""
-
-    async def call(self, op: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
-        try:
-            async with asyncio.timeout(2 * self.timeout_s + 0.1):
-                result = await op()
-        except (RedisError, OSError, TimeoutError) as exc:
-            if not self.last_error:
-                log.warning("redis %s unreachable (%s): per-key records held on this edge until it answers",
-                            redact_url(self.url), type(exc).__name__)  # fmt: skip
-            self.last_error = type(exc).__name__
-            return False, None
-        if self.last_error:
-            log.info("redis %s answers again", redact_url(self.url))
-        self.last_error = ""
-        return True, result
-
-    async def aclose(self) -> None:
-        await self.client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 predates aclose
-
-
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(AuditRecord)
-
-
-class RedisAuditLog:
-    """Every edge's records in one Redis list per key (``voicemesh-audit:<key_id>``)."""
-
-    def __init__(self, redis: BoundedRedis, *, cap: int, ttl_s: int) -> None:
-        self._redis = redis
-        self._cap = cap
-        self._ttl_s = ttl_s
-        self._held = MemoryAuditLog(cap)
-        """Records written while Redis failed, until ``share_held`` pushes them."""
-
-    @staticmethod
-    def _key(key_id: str) -> str:
-        return f"voicemesh-audit:{key_id}"
-
-    async def append(self, record: AuditRecord) -> None:
-        if not await self._push([record]):
-            await self._held.append(record)
-
-    async def share_held(self) -> bool:
-        held = self._held.take_all()
-        if held and not await self._push(held):
-            for record in held:  # oldest first, so the newest stays first
-                await self._held.append(record)
-            return False
-        return True
-
-    async def _push(self, records: list[AuditRecord]) -> bool:
-        """Push ``records`` (oldest first) in one transaction: each list stays at most ``cap`` long."""
-
-        async def push() -> object:
-            pipe = self._redis.client.pipeline(transaction=True)
-            for record in records:
-                key = self._key(record.key_id)
-                pipe.lpush(key, _encoder.encode(record))
-                pipe.ltrim(key, 0, self._cap - 1)
-                pipe.expire(key, self._ttl_s)
-            return await pipe.execute()
-
-        ok, _ = await self._redis.call(push)
-        return ok
-
-    async def recent(self, key_id: str, limit: int) -> list[AuditRecord]:
-        ok, raw = await self._redis.call(lambda: self._redis.client.lrange(self._key(key_id), 0, limit - 1))
-        shared = [_decoder.decode(r) for r in raw or ()] if ok else []
-        # Written here while Redis was out, not shared yet: newest first among the shared ones.
-        local = await self._held.recent(key_id, limit)
-        return sorted([*shared, *local], key=lambda r: r.at, reverse=True)[:limit]
+def open_audit_log(redis: BoundedRedis | None, *, cap: int, ttl_s: int) -> AuditLog:
+    """No Redis: this edge's last ``cap`` records per key; else a list per key in Redis
+    (``voicemesh-audit:<key_id>``), expiring ``ttl_s`` after the key's last turn."""
+    if redis is None:
+        return MemoryTrail[AuditRecord](cap)
+    return RedisTrail(redis, record_type=AuditRecord, prefix="voicemesh-audit:", cap=cap, ttl_s=ttl_s)
 
 
 __all__ = [
@@ -241,10 +124,8 @@ __all__ = [
     "NOWHERE",
     "AuditLog",
     "AuditRecord",
-    "BoundedRedis",
     "Hop",
-    "MemoryAuditLog",
-    "RedisAuditLog",
     "TurnTrail",
     "now",
+    "open_audit_log",
 ]

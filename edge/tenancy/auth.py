@@ -25,8 +25,8 @@ import jwt
 
 from edge.shared.key_policy import DEFAULT_POLICY, InvalidPolicy, KeyPolicy, policy_claims, policy_from_claims
 from edge.shared.settings import EdgeSettings
-from edge.stores.key_store import MemoryKeyStore
 from edge.tenancy.client_secrets import SECRET_PREFIX, ClientSecrets
+from edge.tenancy.key_record import open_key_store
 from edge.tenancy.keys import SECRET_PREFIX as KEY_PREFIX
 from edge.tenancy.keys import KeyRing
 from wire.errors import ProtocolError
@@ -105,7 +105,7 @@ class Authenticator:
         self._jwt_secret = settings.jwt_secret
         self._max_bytes = settings.limits.max_credential_bytes
         self.secrets = secrets
-        self.keys = keys or KeyRing(MemoryKeyStore(), settings.keys, settings.voices)
+        self.keys = keys or KeyRing(open_key_store(None), settings.keys, settings.voices)
         """Keys stored as data (``vm_...``): looked up by the hash of the secret."""
 
     async def authenticate(self, token: str | None) -> Principal:

@@ -20,7 +20,7 @@ import msgspec
 
 from edge.shared.json_body import json_object
 from edge.shared.key_policy import InvalidPolicy, policy_from_claims
-from edge.stores.shared_store import EdgeStore
+from edge.stores.base import EdgeStore
 from wire.errors import ProtocolError
 
 SECRET_PREFIX = "ek_"

@@ -2,7 +2,7 @@
 (``edge/tenancy/key_routes.py``, ``voicemesh keys``), and checked at every handshake (``docs/keys.md``).
 
 A key's secret is ``vm_`` plus 32 random bytes (URL-safe), shown once when the key is made or
-rotated; the store (``edge/stores/key_store.py``) keeps only its SHA-256. Each key carries a ``KeyPolicy``
+rotated; the store (``edge/tenancy/key_record.py``) keeps only its SHA-256. Each key carries a ``KeyPolicy``
 (residency, session cap, rate and burst, voices, priority class) that every credential of the key
 brings along: the key itself, and the client secrets minted from it.
 
@@ -29,8 +29,8 @@ from edge.shared.json_body import json_object
 from edge.shared.key_policy import InvalidPolicy, policy_from_claims
 from edge.shared.settings import KeySettings
 from edge.shared.voices import VoiceRefused, VoiceTable
-from edge.stores.key_store import KeyRecord, KeyStore, KeyStoreUnavailable
 from edge.tenancy.client_secrets import digest
+from edge.tenancy.key_record import KeyRecord, KeyStore, KeyStoreUnavailable, save_key
 from wire.errors import ProtocolError
 
 log = logging.getLogger("voicemesh.edge.keys")
@@ -144,7 +144,7 @@ class KeyRing:
              "created_at": time.time(), **fields},
             KeyRecord,
         )  # fmt: skip
-        await self.store.save(record)
+        await save_key(self.store, record)
         log.info("key %s (%s) created", record.id, name)
         return record, secret
 
@@ -172,7 +172,7 @@ class KeyRing:
         )  # fmt: skip
         if grace <= 0:
             dropped.append(record.secret_sha256)
-        await self.store.save(rotated, unindex=dropped)
+        await save_key(self.store, rotated, unindex=dropped)
         self._forget(record)
         log.info("key %s rotated (old secret valid for %g s more)", key_id, grace)
         return rotated, secret
@@ -183,8 +183,8 @@ class KeyRing:
         if record.revoked_at is not None:
             return record  # revoking twice is not an error: the outcome is the same
         revoked = msgspec.structs.replace(record, revoked_at=time.time())
-        await self.store.save(
-            revoked, unindex=[h for h in (record.secret_sha256, record.previous_sha256) if h]
+        await save_key(
+            self.store, revoked, unindex=[h for h in (record.secret_sha256, record.previous_sha256) if h]
         )
         self._forget(record)
         log.info("key %s revoked", key_id)

@@ -5,10 +5,11 @@ pybreaker's own ``CircuitRedisStorage`` answers every Redis error with its fallb
 ("closed") and a zero fail counter, and its constructor raises when Redis is down: during an outage
 no breaker could trip, and one that was open would close. So each region's state here lives in this
 process *and*, while Redis answers, in Redis (same keys as pybreaker's storage): reads take Redis's
-value and keep it locally; writes go to both. When a call fails (every call has a connect and a
-read timeout and no retries), Redis is left alone for ``retry_s`` and the local state decides
-alone. When Redis answers again, a breaker this process opened meanwhile is written back unless
-Redis already holds it open; otherwise Redis's state is taken: shared state resumes.
+value and keep it locally; writes go to both. When a call fails (every call is bounded by the
+process's ``wire.bounded_redis`` client, shared with the edge's stores when they run in one process),
+Redis is left alone for ``retry_s`` and the local state decides alone. When Redis answers again, a
+breaker this process opened meanwhile is written back unless Redis already holds it open; otherwise
+Redis's state is taken: shared state resumes.
 
 The synchronous redis-py client is used (pybreaker's storage interface is synchronous), so
 ``blocking`` is set and the router calls it from a worker thread. ``opened_at`` has one-second
@@ -20,17 +21,15 @@ from __future__ import annotations
 import calendar
 import logging
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
 import pybreaker
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+import redis as redis_sync
 
 from router.breaker_storage.base import BreakerStorage
+from wire.bounded_redis import BoundedRedis, Outage, RedisUnavailable
 from wire.redact import redact_url
 
 log = logging.getLogger(__name__)
@@ -46,60 +45,56 @@ def _epoch(when: datetime) -> int:
 
 
 class RedisLink:
-    """One Redis client for every region's state, and whether Redis is answering."""
+    """Every region's state through the process's Redis (``wire.bounded_redis``), and whether Redis
+    is answering."""
 
-    def __init__(self, url: str, *, timeout_s: float, retry_s: float) -> None:
-        self.url = url
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
-        )
-        self._retry_s = retry_s
+    def __init__(self, redis: BoundedRedis, *, retry_s: float, owned: bool) -> None:
+        self.redis = redis
+        self.url = redis.url
+        self._owned = owned
         self._lock = threading.RLock()
-        self._down_until: float | None = None
-        self.down_since: float | None = None
-        """Wall-clock time Redis stopped answering; ``None`` while it answers."""
-        self.last_error = ""
-        self.on_recover: list[Callable[[redis.Redis[bytes]], None]] = []
+        self._outage = Outage(retry_s)
+        self.on_recover: list[Callable[[redis_sync.Redis[bytes]], None]] = []
         """Called (with the client, under the lock) when Redis answers again, before anything else."""
 
     @property
     def reachable(self) -> bool:
-        return self._down_until is None
+        return not self._outage.down
 
-    def call(self, fn: Callable[[redis.Redis[bytes]], T]) -> tuple[bool, T | None]:
+    @property
+    def down_since(self) -> float | None:
+        """Wall-clock time Redis stopped answering; ``None`` while it answers."""
+        return self._outage.since
+
+    @property
+    def last_error(self) -> str:
+        return self._outage.last_error
+
+    def call(self, fn: Callable[[redis_sync.Redis[bytes]], T]) -> tuple[bool, T | None]:
         """``(True, fn(client))``, or ``(False, None)`` at once while Redis is down or if it fails."""
         with self._lock:
-            if self._down_until is not None:
-                if time.monotonic() < self._down_until:
-                    return False, None
-                try:
-                    self.client.ping()
-                    for resync in self.on_recover:
-                        resync(self.client)
-                except (redis.RedisError, OSError) as exc:
-                    self._mark_down(exc)
-                    return False, None
-                log.warning("redis %s is back: breaker state shared again", redact_url(self.url))
-                self._down_until = self.down_since = None
-                self.last_error = ""
             try:
-                return True, fn(self.client)
-            except (redis.RedisError, OSError) as exc:
-                self._mark_down(exc)
+                if self._outage.down:
+                    if self._outage.resting():
+                        return False, None
+                    self.redis.call_sync(self._resync)
+                    self._outage.answered()
+                    log.warning("redis %s is back: breaker state shared again", redact_url(self.url))
+                return True, self.redis.call_sync(fn)
+            except RedisUnavailable as exc:
+                if self._outage.failed(exc.reason):
+                    log.warning("redis %s unreachable (%s): breakers decide in this process until it is back",
+                                redact_url(self.url), exc.reason)  # fmt: skip
                 return False, None
 
-    def _mark_down(self, exc: BaseException) -> None:
-        if self._down_until is None:
-            self.down_since = time.time()
-            log.warning(
-                "redis %s unreachable (%s): breakers decide in this process until it is back",
-                redact_url(self.url), type(exc).__name__,
-            )  # fmt: skip
-        self.last_error = type(exc).__name__
-        self._down_until = time.monotonic() + self._retry_s
+    def _resync(self, client: redis_sync.Redis[bytes]) -> None:
+        client.ping()
+        for resync in self.on_recover:
+            resync(client)
 
     def close(self) -> None:
-        self.client.close()
+        if self._owned:  # else the process's owner of the client closes it
+            self.redis.close_sync()
 
 
 class FallbackRedisCircuitStorage(pybreaker.CircuitBreakerStorage):
@@ -121,7 +116,7 @@ class FallbackRedisCircuitStorage(pybreaker.CircuitBreakerStorage):
         ok, raw = self._link.call(lambda c: c.get(self._key(name)))
         return raw if ok and isinstance(raw, bytes) else None
 
-    def _resync(self, client: redis.Redis[bytes]) -> None:
+    def _resync(self, client: redis_sync.Redis[bytes]) -> None:
         shared = client.get(self._key("state"))
         if self._state != pybreaker.STATE_OPEN or shared == pybreaker.STATE_OPEN.encode():
             return  # Redis's state is taken on the next read
@@ -201,11 +196,15 @@ class RedisBreakerStorage(BreakerStorage):
     blocking = True
 
     def __init__(
-        self, url: str, *, namespace: str = "voicemesh", timeout_s: float = 0.5, retry_s: float = 2.0
-    ) -> None:
+        self, redis: str | BoundedRedis, *, namespace: str = "voicemesh", timeout_s: float = 0.5,
+        retry_s: float = 2.0,
+    ) -> None:  # fmt: skip
+        """``redis``: the process's client (its owner closes it), or a URL to open one of its own."""
         self._namespace = namespace
         # Short timeouts and no retries: a slow or dead Redis must not stall routing.
-        self.link = RedisLink(url, timeout_s=timeout_s, retry_s=retry_s)
+        owned = isinstance(redis, str)
+        client = BoundedRedis(redis, timeout_s=timeout_s) if isinstance(redis, str) else redis
+        self.link = RedisLink(client, retry_s=retry_s, owned=owned)
         self._states: dict[str, FallbackRedisCircuitStorage] = {}
 
     def for_region(self, region_id: str) -> pybreaker.CircuitBreakerStorage:

@@ -25,7 +25,7 @@ from edge.app.asgi import create_app
 from edge.app.server import serve_edge
 from edge.app.services import EdgeServices
 from edge.shared.settings import EdgeSettings, LimitSettings
-from edge.stores.shared_store import LocalStore
+from edge.stores.memory import LocalStore
 from edge.tenancy.auth import Authenticator, key_id
 from edge.tenancy.client_secrets import ClientSecrets
 from edge.testing import memory_services

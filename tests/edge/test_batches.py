@@ -29,13 +29,13 @@ from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
 from edge.shared.egress import parse_networks
 from edge.shared.settings import BatchSettings, EdgeSettings
-from edge.stores.batch_store import BatchStore
-from edge.stores.key_store import redis_client
+from edge.stores.redis.batches import BatchStore
 from edge.tenancy.auth import key_id
 from edge.testing import Hold, ScriptedRouter, ScriptStep, clause, memory_services
 from router.api import ClientRefused, Degraded, Routed
 from tests.fixtures.common import free_port
 from tests.fixtures.webhooks import WebhookReceiverFactory
+from wire.bounded_redis import BoundedRedis
 from wire.turn import TextDelta, TurnDone
 
 KEY, OTHER = "batch-key-a", "batch-key-b"
@@ -132,7 +132,8 @@ async def edge_of(redis_url: str) -> AsyncIterator[EdgeOf]:
         router = ScriptedRouter(*(scripts or (spoken("Hello there."),)))
         services = memory_services(router, settings=settings)
         if shared:  # the batch store alone is in Redis: the speech cache and audit stay per test
-            services.batches = BatchStore(redis_client(redis_url, 5.0), ttl_s=600, prefix=prefix)
+            services.redis = BoundedRedis(redis_url)  # closed with the services
+            services.batches = BatchStore(services.redis, ttl_s=600, prefix=prefix)
         task = await EdgeTask.start(settings, router, services=services)
         http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.port}", timeout=30.0)
         running.append((task, http))

@@ -8,11 +8,24 @@ import contextlib
 
 import redis.asyncio as aioredis
 
-from edge.tenancy.accounting import Accounting
-from edge.tenancy.audit import AuditRecord, Hop, MemoryAuditLog, now
+from edge.stores.memory import MemoryTrail
+from edge.tenancy.accounting import AUDIT_CAP, Accounting
+from edge.tenancy.audit import AuditRecord, Hop, now
 from edge.tenancy.usage import UsageDelta
 from tests.fixtures.common import free_port
 from tests.fixtures.router import KillableRedis
+from wire.bounded_redis import BoundedRedis
+
+
+def open_books(url: str, *, timeout_s: float = 0.5, audit_cap: int = AUDIT_CAP) -> Accounting:
+    """An edge's books on its own Redis client (as each edge process has one)."""
+    return Accounting.open(BoundedRedis(url, timeout_s=timeout_s), audit_cap=audit_cap)
+
+
+async def close_books(books: Accounting) -> None:
+    await books.aclose()
+    if books.redis is not None:
+        await books.redis.aclose()
 
 
 def record(key_id: str, turn_id: str, **fields: object) -> AuditRecord:
@@ -20,7 +33,7 @@ def record(key_id: str, turn_id: str, **fields: object) -> AuditRecord:
 
 
 async def test_memory_audit_keeps_the_newest_records_per_key_up_to_its_cap() -> None:
-    log = MemoryAuditLog(cap=3)
+    log = MemoryTrail[AuditRecord](cap=3)
     for i in range(5):
         await log.append(record("key_a", f"t{i}"))
     await log.append(record("key_b", "other"))
@@ -31,8 +44,8 @@ async def test_memory_audit_keeps_the_newest_records_per_key_up_to_its_cap() -> 
 
 
 async def test_two_edges_share_one_bounded_expiring_trail_and_add_to_one_usage(redis_url: str) -> None:
-    a = Accounting.open(redis_url, audit_cap=4)
-    b = Accounting.open(redis_url, audit_cap=4)
+    a = open_books(redis_url, audit_cap=4)
+    b = open_books(redis_url, audit_cap=4)
     hop = Hop(from_region="eu", to="us", reason="region_disconnected")
     try:
         for i in range(3):
@@ -58,12 +71,12 @@ async def test_two_edges_share_one_bounded_expiring_trail_and_add_to_one_usage(r
         assert await client.llen("voicemesh-audit:key_shared") == 4
         await client.aclose()
     finally:
-        await a.aclose()
-        await b.aclose()
+        await close_books(a)
+        await close_books(b)
 
 
 async def test_with_redis_unreachable_the_books_stay_on_this_edge() -> None:
-    books = Accounting.open(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.2)
+    books = open_books(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.2)
     try:
         await books.book(record("key_down", "t1", outcome="degraded", reason="no_region_available"),
                          UsageDelta.of(audio_in_bytes=16_000, audio_out_bytes=0))  # fmt: skip
@@ -72,25 +85,25 @@ async def test_with_redis_unreachable_the_books_stay_on_this_edge() -> None:
         assert (await books.usage.totals("key_down"))["audio_in_s"] == 0.5
         assert books.redis is not None and books.redis.last_error  # and it says why
     finally:
-        await books.aclose()
+        await close_books(books)
 
 
 async def test_a_booking_goes_on_when_the_session_that_asked_for_it_closes(redis_url: str) -> None:
     """A client hangs up right after ``response.done``: the closing session cancels its response
     task while the record is on its way to Redis. The record still arrives."""
-    books = Accounting.open(redis_url)
+    books = open_books(redis_url)
     try:
         booking = asyncio.create_task(books.book(record("key_hangup", "t1"), UsageDelta()))
         await asyncio.sleep(0)  # the booking has started (it waits on Redis)
         booking.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await booking
-        await books.aclose()  # waits for what is pending
-        books = Accounting.open(redis_url)
+        await close_books(books)  # waits for what is pending
+        books = open_books(redis_url)
         assert [t.turn_id for t in await books.audit.recent("key_hangup", 10)] == ["t1"]
         assert (await books.usage.totals("key_hangup"))["turns"] == 1.0
     finally:
-        await books.aclose()
+        await close_books(books)
 
 
 async def test_books_held_while_redis_was_down_reach_every_edge_once_it_is_back(
@@ -99,8 +112,8 @@ async def test_books_held_while_redis_was_down_reach_every_edge_once_it_is_back(
     """A booking Redis could not take (a crash here; on a busy machine, a call past its bound) is held
     on the edge that wrote it, then pushed once Redis answers: another edge reads it, and the writing
     edge counts it once, not twice."""
-    writer = Accounting.open(killable_redis.url, timeout_s=0.2)
-    reader = Accounting.open(killable_redis.url, timeout_s=0.2)
+    writer = open_books(killable_redis.url, timeout_s=0.2)
+    reader = open_books(killable_redis.url, timeout_s=0.2)
     try:
         killable_redis.kill()
         await writer.book(record("key_back", "t1"), UsageDelta.of(audio_in_bytes=32_000, audio_out_bytes=0))
@@ -115,5 +128,5 @@ async def test_books_held_while_redis_was_down_reach_every_edge_once_it_is_back(
             usage = await books.usage.totals("key_back")
             assert (usage["turns"], usage["audio_in_s"]) == (1.0, 1.0)
     finally:
-        await writer.aclose()
-        await reader.aclose()
+        await close_books(writer)
+        await close_books(reader)

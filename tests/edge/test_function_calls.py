@@ -198,12 +198,11 @@ async def test_a_second_batch_of_calls_in_one_response_is_never_shown() -> None:
     assert [json.loads(d["arguments"]) for d in done] == [{"city": "A"}]
 
 
-async def test_tools_and_calls_survive_the_session_store() -> None:
-    """Sessions are saved (Redis when several edges share them): tools, the choice and a history
-    with calls and outputs come back as they were."""
-    from litestar.stores.memory import MemoryStore
-
-    from edge.shared.state import SessionStore
+async def test_tools_and_calls_survive_the_session_snapshot() -> None:
+    """Sessions are saved as snapshots (Redis when several edges share them; this process's store
+    here): tools, the choice and a history with calls and outputs come back as they were."""
+    from edge.realtime.session_snapshot import SessionSnapshots
+    from edge.stores.memory import LocalStore
 
     router = ScriptedRouter(called("get_weather", '{"city": "Paris"}'))
     async with SessionHarness(memory_services(router)) as edge:
@@ -215,8 +214,8 @@ async def test_tools_and_calls_survive_the_session_store() -> None:
         output = {"type": "function_call_output", "call_id": call_id, "output": "sunny"}
         await edge.send({"type": "conversation.item.create", "item": output})
         state = edge.state
-    store = SessionStore(MemoryStore())
-    await store.save(state)
-    loaded = await store.load(state.id)
+    snapshots = SessionSnapshots(LocalStore(), ttl_s=60)
+    await snapshots.save(state)
+    loaded = await snapshots.load(state.id)
     assert loaded == state and loaded.tool_choice == NamedTool(name="get_weather")
     assert [m.tool_calls[0].id for m in loaded.history if m.tool_calls] == [call_id]

@@ -31,13 +31,14 @@ from edge.app.server import EdgeTask
 from edge.shared.key_policy import KeyPolicy
 from edge.shared.limits import TooManySessions
 from edge.shared.settings import EdgeSettings, LimitSettings
-from edge.stores.key_store import redis_client
+from edge.stores.redis.limits import RedisLimits
 from edge.tenancy.keys import KeyRing
 from edge.tenancy.shared_limits import SharedKeyLimits
 from edge.testing import memory_services
 from tests.fixtures.common import free_port
 from tests.fixtures.router import KillableRedis
 from voicemesh.cli.keys import keys as keys_command
+from wire.bounded_redis import BoundedRedis
 
 ADMIN = "admin-key-shared-0123"
 CALLER = "caller-key-shared-0123"
@@ -325,8 +326,9 @@ async def test_the_cli_says_what_to_do_next_when_refused(
 async def test_the_slots_of_an_edge_that_stopped_renewing_come_free_after_the_lease(redis_url: str) -> None:
     policy = KeyPolicy(max_sessions=1)
     key_id = f"key_crash_{free_port()}"
-    crashed = SharedKeyLimits(LimitSettings(), redis_client(redis_url, 0.5), lease_s=1.0)
-    survivor = SharedKeyLimits(LimitSettings(), redis_client(redis_url, 0.5))
+    crashed_redis, survivor_redis = BoundedRedis(redis_url), BoundedRedis(redis_url)
+    crashed = SharedKeyLimits(LimitSettings(), RedisLimits(crashed_redis), lease_s=1.0)
+    survivor = SharedKeyLimits(LimitSettings(), RedisLimits(survivor_redis))
     try:
         await crashed.acquire(key_id, policy)
         with pytest.raises(TooManySessions):
@@ -345,3 +347,5 @@ async def test_the_slots_of_an_edge_that_stopped_renewing_come_free_after_the_le
         await survivor.release(await survivor.acquire(key_id, policy))
     finally:
         await survivor.aclose()
+        await crashed_redis.aclose()
+        await survivor_redis.aclose()

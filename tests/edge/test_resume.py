@@ -23,7 +23,7 @@ from edge.app.server import EdgeTask, drain
 from edge.app.services import EdgeServices
 from edge.realtime.session_snapshot import SessionSnapshots
 from edge.shared.settings import EdgeSettings
-from edge.stores.shared_store import LocalStore
+from edge.stores.memory import LocalStore
 from edge.testing import Hold, ScriptedRouter, clause, memory_services, spoken_reply
 from router.api import Routed
 from tests.edge.conftest import session_id

@@ -9,7 +9,7 @@ import msgspec
 from edge.realtime.session_snapshot import SNAPSHOT_VERSION, SessionSnapshot, SessionSnapshots, key_hash
 from edge.realtime.session_update import initial_state
 from edge.shared.settings import EdgeSettings
-from edge.stores.shared_store import LocalStore
+from edge.stores.memory import LocalStore
 
 
 def _snapshot(lease: str, turns: int = 40) -> SessionSnapshot:

@@ -137,8 +137,8 @@ def test_a_table_aliasing_a_voice_the_regions_lack_is_refused_when_built() -> No
         VoiceTable(region_voices=frozenset({"jf_alpha"}), aliases={"marin": "af_nobody"})
 
 
-def test_a_table_from_text() -> None:
-    table = VoiceTable.from_spec("jf_alpha, jm_kumo", "marin=jf_alpha,cedar=jm_kumo")
-    assert table.region_voices == {"jf_alpha", "jm_kumo"}
-    assert dict(table.aliases) == {"marin": "jf_alpha", "cedar": "jm_kumo"}
+def test_a_table_resolves_an_alias_and_a_region_voice() -> None:
+    table = VoiceTable(region_voices=frozenset({"jf_alpha", "jm_kumo"}),
+                       aliases={"marin": "jf_alpha", "cedar": "jm_kumo"})  # fmt: skip
     assert table.region_voice("cedar", param="p") == "jm_kumo"
+    assert table.region_voice("jf_alpha", param="p") == "jf_alpha"

@@ -25,7 +25,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from edge.app.server import serve_edge
 from edge.shared.settings import EdgeSettings, LimitSettings
-from edge.stores.shared_store import RedisFallbackStore
+from edge.stores.redis.sessions import RedisFallbackStore
 from edge.tenancy.client_secrets import ClientSecrets
 from edge.testing import memory_services
 from router.api import SessionRouting
@@ -36,6 +36,7 @@ from router.testing import Crash, ScriptedRegion, answer
 from tests.fixtures.common import free_port
 from tests.fixtures.router import KillableRedis
 from tests.router.conftest import collect, text_turn
+from wire.bounded_redis import BoundedRedis
 
 KEY, ADMIN = "caller-key-0123", "admin-key-4567"
 GUARD_S = 60.0
@@ -170,9 +171,10 @@ async def test_edge_keeps_answering_through_a_redis_outage(killable_redis: Killa
             assert other.breakers.known_state("crashy") == "open"
         finally:
             await other.aclose()
-        store = RedisFallbackStore(killable_redis.url, namespace="voicemesh-edge")
+        redis = BoundedRedis(killable_redis.url)
+        store = RedisFallbackStore(redis)
         try:
             assert await ClientSecrets(store, default_ttl_s=60).redeem(during) is not None
             assert store.reachable
         finally:
-            await store.aclose()
+            await redis.aclose()

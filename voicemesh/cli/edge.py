@@ -133,6 +133,7 @@ def serve(
 ) -> None:  # fmt: skip
     """Serve the edge in the foreground until interrupted."""
     from edge.app.server import serve_edge
+    from edge.app.services import EdgeServices, open_redis
     from router.core import Router
     from router.registry import Location, Registry
     from router.settings import RouterSettings
@@ -172,9 +173,12 @@ def serve(
             registry_path=registry or "", location=Location(lat, lon), redis_url=redis_url,
             region_keys_path=region_keys or "", region_ca_path=region_ca or "",
         )  # fmt: skip
-        router = Router(router_settings, registry=reg)
+        # One Redis client for the process: the edge's stores and (on the same URL) the router's breakers.
+        redis = open_redis(settings)
+        router = Router(router_settings, registry=reg, redis=redis)
         await router.start()
-        await serve_edge(settings, router, stop=stop, report=progress)
+        services = EdgeServices.build(settings, router, redis=redis)  # closes ``redis`` with itself
+        await serve_edge(settings, router, stop=stop, report=progress, services=services)
         progress("edge: stopped")
 
     run_until_signal(main)

@@ -12,7 +12,8 @@ Per job: a hash (``job:<id>``: the job's fields, counters, webhook state), the i
 ``failed``, ``cancelled``), their results (``job:<id>:items``) and each item's audio
 (``job:<id>:audio:<n>``). Finishing an item is one script: it is counted once however many workers
 raced for it, and the one that finishes the job queues its webhook. Everything expires
-``result_ttl_s`` after the job was made.
+``result_ttl_s`` after the job was made. A failed call raises one of ``wire.bounded_redis.FAILURES``
+(the callers answer 503 or retry later): there are no batches without Redis.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
-import redis.asyncio as aioredis
 
+from wire.bounded_redis import BoundedRedis
 from wire.voices import CustomVoice
 
 ItemState = Literal["queued", "running", "completed", "failed", "cancelled"]
@@ -132,10 +133,9 @@ def _ms(t: float | None = None) -> int:
 
 
 class BatchStore:
-    def __init__(
-        self, client: aioredis.Redis[bytes], *, ttl_s: int, prefix: str = "voicemesh:batch:"
-    ) -> None:
-        self._r = client
+    def __init__(self, redis: BoundedRedis, *, ttl_s: int, prefix: str = "voicemesh:batch:") -> None:
+        # An item's audio (megabytes) goes in one call: the bulk pool's longer bound, not a session's.
+        self._r = client = redis.bulk
         self._p = prefix
         self.ttl_s = ttl_s
         self._claim = client.register_script(_CLAIM)
@@ -276,10 +276,6 @@ class BatchStore:
                 n += 1
         return n
 
-    async def is_final(self, claim: Claim) -> bool:
-        state = await self._r.hget(self._job(claim.job_id) + ":state", str(claim.index))
-        return state is None or state.decode() in FINAL
-
     async def webhook_tried(self, job_id: str, status: str, error: str = "", *, count: bool = True) -> int:
         """Notes a delivery (``count``) and the webhook's status; returns the deliveries so far."""
         key = self._job(job_id)
@@ -293,7 +289,7 @@ class BatchStore:
         await self._r.zrem(self.queue, claim.member)
 
     async def aclose(self) -> None:
-        await self._r.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 predates aclose
+        pass  # the client is the process's (``wire.bounded_redis``): its owner closes it
 
 
 __all__ = ["FINAL", "BatchStore", "Claim", "ItemResult", "ItemSpec", "ItemState", "JobRecord"]
