@@ -24,19 +24,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from edge.shared.errors import KeyStoreUnavailable
 from edge.shared.key_policy import KeyPolicy, policy_from_claims
-from wire.errors import ProtocolError
 from wire.redact import redact_url
 
 NAMESPACE = "voicemesh-keys"
-
-
-class KeyStoreUnavailable(ProtocolError):
-    """The shared key store (Redis) did not answer: nothing about stored keys can be changed or
-    newly checked now (HTTP 503; env keys and keys this edge checked recently still work). A
-    refusal the client can retry, answered like ``Draining`` (hence a ``ProtocolError``)."""
-
-    code = "key_store_unavailable"
 
 
 class KeyRecord(msgspec.Struct, kw_only=True):
@@ -243,7 +235,6 @@ def open_key_store(url: str | None, *, timeout_s: float = 0.5) -> KeyStore:
 __all__ = [
     "KeyRecord",
     "KeyStore",
-    "KeyStoreUnavailable",
     "MemoryKeyStore",
     "RedisKeyStore",
     "open_key_store",
