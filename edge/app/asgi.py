@@ -42,79 +42,33 @@ from litestar.types.asgi_types import WebSocketResponseStartEvent
 from edge.app.direct_ws import attach_direct
 from edge.app.services import EdgeServices
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
-from edge.realtime.client_frames import ClientFrames, SessionExpired, SessionIdle
+from edge.realtime.client_frames import ClientFrames
 from edge.realtime.key_session import KeySession
 from edge.realtime.session import RealtimeSession
-from edge.realtime.session_snapshot import SessionNotFound, SessionSnapshot
+from edge.realtime.session_snapshot import SessionSnapshot
 from edge.realtime.session_update import initial_state
+from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, SessionExpired, SessionIdle, edge_error
 from edge.shared.events import error_event
-from edge.shared.limits import RateLimited, TooManySessions
 from edge.shared.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
 from edge.shared.state import SessionState
 from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
-from edge.speech.batch_routes import BatchNotFound, BatchStoreUnavailable, batch_route_handlers  # issue 16c
+from edge.speech.batch_routes import batch_route_handlers  # issue 16c
 from edge.speech.batch_worker import BatchWorker
-from edge.speech.custom_voices import VoiceNotFound, VoiceStoreUnavailable
 from edge.speech.voice_routes import voice_route_handlers  # issue 16b: /v1/voices
 from edge.tenancy.auth import (
     ADMIN,
     KEY_SUBPROTOCOL,
-    CredentialTooLarge,
-    Forbidden,
-    NotAuthenticated,
     Principal,
     bearer_token,
 )
 from edge.tenancy.client_secrets import MintRequest
-from edge.tenancy.key_record import KeyStoreUnavailable
 from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
-from edge.tenancy.keys import KeyNotFound
 from edge.tenancy.session_tenancy import SessionTenancy, narrow
 from edge.tenancy.shared_limits import Slot
 from edge.tenancy.tenant_admin import tenant_route_handlers
-from wire.errors import NoRegionAvailable, ProtocolError, VoicemeshError
+from wire.errors import VoicemeshError
 
 log = logging.getLogger("voicemesh.edge")
-
-
-class HandshakeTimeout(ProtocolError):
-    code = "handshake_timeout"
-
-
-class Draining(ProtocolError):
-    """The edge is shutting down: connect again (a load balancer sends the client to another edge)."""
-
-    code = "edge_draining"
-
-
-def _status_for(exc: VoicemeshError) -> int:
-    """The HTTP status of a refusal: the most specific class first."""
-    for kind, status in (
-        (CredentialTooLarge, 431),
-        (NotAuthenticated, 401),
-        (Forbidden, 403),
-        (HandshakeTimeout, 408),
-        (RateLimited | TooManySessions, 429),
-        (SessionNotFound | KeyNotFound | VoiceNotFound | BatchNotFound, 404),
-        (
-            Draining
-            | KeyStoreUnavailable
-            | VoiceStoreUnavailable
-            | BatchStoreUnavailable
-            | NoRegionAvailable,
-            503,
-        ),
-    ):
-        if isinstance(exc, kind):
-            return status
-    return 400
-
-
-def _error_body(exc: VoicemeshError) -> dict[str, Any]:
-    error = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
-    if (param := getattr(exc, "param", None)) is not None:  # the client's field at fault (OpenAI's)
-        error["param"] = param
-    return {"error": error}
 
 
 def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
@@ -141,8 +95,9 @@ async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> t
     return principal, await services.limits.acquire(principal.key_id, principal.policy)
 
 
-async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
-    body = json.dumps(_error_body(exc)).encode()
+async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError) -> None:
+    exc = edge_error(refusal)
+    body = json.dumps(exc.http_body()).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -150,13 +105,13 @@ async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError) -> None:
             headers.append((b"retry-after", str(_services(socket).settings.resume.retry_after_s).encode()))
         start: WebSocketResponseStartEvent = {
             "type": "websocket.http.response.start",
-            "status": _status_for(exc),
+            "status": exc.status,
             "headers": headers,
         }
         await socket.send(start)
         await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
     else:  # servers without the extension answer a pre-accept close with 403
-        await socket.close(code=4000 + _status_for(exc), reason=exc.code)
+        await socket.close(code=4000 + exc.status, reason=exc.code)
 
 
 @websocket("/v1/realtime")
@@ -167,13 +122,13 @@ async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
         if services.draining:
             raise Draining("this edge is shutting down: connect again (resume with session_id)")
         principal, slot = await _admit(socket, subprotocols)
-    except ProtocolError as exc:
+    except VoicemeshError as exc:  # the client's fault or the edge's: answered by its class
         await _deny(socket, exc)
         return
     try:
         lease, resumed = await _claim(socket, services, principal)
         state = _session_state(socket, services, principal, resumed)
-    except ProtocolError as exc:
+    except VoicemeshError as exc:
         await services.limits.release(slot)
         await _deny(socket, exc)
         return
@@ -336,7 +291,9 @@ def metrics() -> HttpResponse[bytes]:
 
 
 def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpResponse[dict[str, Any]]:
-    return HttpResponse(_error_body(exc), status_code=_status_for(exc))
+    """Every refusal of every route: the status, type and code its class carries."""
+    error = edge_error(exc)
+    return HttpResponse(error.http_body(), status_code=error.status)
 
 
 def create_app(services: EdgeServices) -> Litestar:

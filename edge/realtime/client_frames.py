@@ -18,18 +18,10 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from wire.errors import ProtocolError
+from edge.shared.errors import SessionExpired, SessionIdle
 
 Receive = Callable[[], Awaitable[Any]]
 """The socket's ASGI-style receive: a message dict (``websocket.receive`` / ``.disconnect``)."""
-
-
-class SessionIdle(ProtocolError):
-    code = "session_idle_timeout"
-
-
-class SessionExpired(ProtocolError):
-    code = "session_expired"
 
 
 class ClientFrames:

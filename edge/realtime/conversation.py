@@ -30,8 +30,9 @@ from openai.types.realtime import ConversationItemCreateEvent, ConversationItemT
 from edge.audio.turn_audio import TurnAudio
 from edge.responses.playback import AudioTimeline
 from edge.responses.response_tools import MAX_TOOL_NAME_CHARS, call_item
+from edge.shared.errors import InvalidParam
 from edge.shared.events import Send, new_id, server_event
-from edge.shared.limits import InvalidParam, check_text, fit_history
+from edge.shared.limits import check_text, fit_history
 from edge.shared.settings import ContentLimits
 from edge.shared.state import SessionState
 from wire.errors import BadEvent

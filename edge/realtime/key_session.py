@@ -15,9 +15,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from edge.shared.errors import KeyRevoked
 from edge.shared.events import Send, error_event, server_event
 from edge.tenancy.auth import Principal
-from edge.tenancy.keys import KeyRevoked, RevocationWatch
+from edge.tenancy.keys import RevocationWatch
 from edge.tenancy.shared_limits import SharedKeyLimits
 
 log = logging.getLogger("voicemesh.edge.keys")

@@ -29,7 +29,8 @@ from edge.realtime.conversation import Conversation, UserTurn
 from edge.realtime.session_update import output_modalities, speaks
 from edge.responses.params import ResponseParams
 from edge.responses.response_tools import check_tool_choice, check_tools, tools_object
-from edge.shared.limits import InvalidParam, check_range, check_text, estimate_tokens, fit_history
+from edge.shared.errors import InvalidParam
+from edge.shared.limits import check_range, check_text, estimate_tokens, fit_history
 from edge.shared.settings import ContentLimits, EdgeSettings
 from edge.shared.state import SessionState
 from edge.tenancy.session_tenancy import check_voice_allowed

@@ -48,6 +48,7 @@ from edge.realtime.resume import (
 from edge.realtime.session_snapshot import SessionSnapshot
 from edge.realtime.session_update import session_changes, session_object
 from edge.realtime.transcription import InputTranscription
+from edge.shared.errors import InternalError, RateLimited, SessionTakenOver
 from edge.shared.events import (
     APPEND,
     Send,
@@ -59,12 +60,12 @@ from edge.shared.events import (
     validate_client_event,
 )
 from edge.shared.key_policy import DEFAULT_POLICY, KeyPolicy
-from edge.shared.limits import RateLimited, check_text
+from edge.shared.limits import check_text
 from edge.shared.metrics import CLIENT_EVENTS, DIRECT_FRAMES, Tally
 from edge.shared.state import SessionState
 from edge.tenancy.auth import Principal
 from edge.tenancy.session_tenancy import vendor_session
-from wire.errors import BadAudio, BadEvent, ProtocolError
+from wire.errors import BadAudio, BadEvent, ProtocolError, VoicemeshError
 from wire.rates import TokenBucket
 from wire.voices import CustomVoice
 
@@ -84,10 +85,6 @@ class SessionHooks(Protocol):
 
     def response_done(self) -> None:
         """As each ``response.done`` goes out; must not wait (the response slot is free)."""
-
-
-class SessionTakenOver(ProtocolError):
-    code = "session_taken_over"
 
 
 class RealtimeSession:
@@ -282,17 +279,15 @@ class RealtimeSession:
             event, type_ = validate_client_event(data)
             await self._dispatch(event)
             CLIENT_EVENTS.labels(type_, "ok").inc()
-        except ProtocolError as exc:
+        except VoicemeshError as exc:  # a refusal (the client's fault or a store's): its class says how
             CLIENT_EVENTS.labels(type_, exc.code).inc()
-            await self._send(error_event(exc, event_id=event_id, param=getattr(exc, "param", None)))
+            await self._send(error_event(exc, event_id=event_id))
         except OSError:
             raise  # the client went away: the connection handler ends the session
         except Exception as exc:  # a bug must cost this one event, not the session or the process
             log.exception("session %s: event failed", self.state.id)
             CLIENT_EVENTS.labels(type_, "server_error").inc()
-            err = ProtocolError(
-                f"internal error handling the event: {type(exc).__name__}", code="server_error"
-            )
+            err = InternalError(f"internal error handling the event: {type(exc).__name__}")
             await self._send(error_event(err, event_id=event_id))
 
     async def _speech_events(self, work: Awaitable[None]) -> None:
@@ -303,13 +298,11 @@ class RealtimeSession:
             return
         except OSError:
             return  # the client went away: the connection handler ends the session
-        except ProtocolError as exc:
+        except VoicemeshError as exc:
             error = exc
         except Exception as exc:
             log.exception("session %s: speech events failed", self.state.id)
-            error = ProtocolError(
-                f"internal error handling speech: {type(exc).__name__}", code="server_error"
-            )
+            error = InternalError(f"internal error handling speech: {type(exc).__name__}")
         with contextlib.suppress(OSError):  # (nobody awaits this task: nothing may escape it)
             await self._send(error_event(error))
 

@@ -22,21 +22,15 @@ from typing import Any, Protocol
 
 import msgspec
 
+from edge.shared.errors import SessionNotFound
 from edge.shared.state import SessionState
 from edge.stores.base import EdgeStore
-from wire.errors import ProtocolError
 from wire.turn import TurnStart
 
 log = logging.getLogger("voicemesh.edge.resume")
 
 SNAPSHOT_VERSION = 1
 """Bumped when the layout changes incompatibly; a snapshot of another version is not resumable."""
-
-
-class SessionNotFound(ProtocolError):
-    """Unknown, expired, or another key's session: one answer for all three (HTTP 404)."""
-
-    code = "session_not_found"
 
 
 class InFlight(msgspec.Struct, kw_only=True):
@@ -179,4 +173,4 @@ class SessionSnapshots:
         await self._store.delete(self._key(session_id))
 
 
-__all__ = ["InFlight", "LiveSession", "SessionNotFound", "SessionSnapshot", "SessionSnapshots", "key_hash"]
+__all__ = ["InFlight", "LiveSession", "SessionSnapshot", "SessionSnapshots", "key_hash"]

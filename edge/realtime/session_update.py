@@ -19,8 +19,9 @@ from openai.types.realtime.session_update_event import Session
 
 from edge.audio.audio_formats import FORMATS
 from edge.responses.response_tools import check_tool_choice, check_tools, tool_choice_object, tools_object
+from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
-from edge.shared.limits import InvalidParam, check_range, check_text, check_turn_detection, output_tokens
+from edge.shared.limits import check_range, check_text, check_turn_detection, output_tokens
 from edge.shared.settings import ContentLimits, EdgeSettings, VadSettings
 from edge.shared.state import InputTranscription, SessionState, TurnDetection
 from edge.tenancy.session_tenancy import check_voice_allowed

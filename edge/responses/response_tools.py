@@ -18,8 +18,9 @@ from typing import Any
 import jsonschema
 import msgspec
 
+from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
-from edge.shared.limits import InvalidParam, check_text
+from edge.shared.limits import check_text
 from edge.shared.settings import ContentLimits
 from wire.turn import NamedTool, Tool, ToolChoice
 

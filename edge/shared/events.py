@@ -19,8 +19,8 @@ import pydantic
 from openai.types.realtime import realtime_server_event as rse
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 
-from edge.shared.limits import InvalidParam
-from wire.errors import BadEvent, ProtocolError
+from edge.shared.errors import InvalidParam, edge_error
+from wire.errors import BadEvent, VoicemeshError
 
 Send = Callable[[str], Awaitable[None]]
 """Sends one server event (JSON text) to the session's client."""
@@ -181,19 +181,18 @@ def server_event(type_: str, **fields: Any) -> str:
 
 
 def error_event(
-    exc: ProtocolError,
+    exc: VoicemeshError,
     *,
     event_id: str | None = None,
     param: str | None = None,
-    error_type: str = "invalid_request_error",
+    error_type: str | None = None,
 ) -> str:
-    return server_event(
-        "error",
-        error={
-            "type": error_type,
-            "code": exc.code,
-            "message": exc.message,
-            "event_id": event_id,
-            "param": param,
-        },
-    )
+    """The ``error`` event telling the client of ``exc``: the ``type``, ``code`` and ``param`` its
+    class carries (``edge.shared.errors.edge_error``). ``param`` and ``error_type``, when given, are a
+    router refusal's own (``router.api.ClientRefused``, which arrives as a bare wire error)."""
+    error = edge_error(exc).payload()
+    if param is not None:
+        error["param"] = param
+    if error_type is not None:
+        error["type"] = error_type
+    return server_event("error", error={**error, "event_id": event_id})

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from edge.shared.limits import InvalidParam
+from edge.shared.errors import InvalidParam
 from wire.errors import ProtocolError
 
 T = TypeVar("T")

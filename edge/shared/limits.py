@@ -19,29 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from edge.shared.errors import InvalidParam, RateLimited, TooManySessions
 from edge.shared.key_policy import DEFAULT_POLICY, KeyPolicy
 from edge.shared.settings import ContentLimits, LimitSettings
-from wire.errors import BadEvent, ProtocolError
 from wire.rates import TokenBucket
 from wire.turn import Message
-
-
-class RateLimited(ProtocolError):
-    code = "rate_limit_exceeded"
-
-
-class TooManySessions(ProtocolError):
-    code = "session_limit_exceeded"
-
-
-class InvalidParam(BadEvent):
-    """A client field out of bounds; ``param`` names it (the ``error`` event's ``param``)."""
-
-    code = "invalid_value"
-
-    def __init__(self, message: str, *, param: str, code: str | None = None) -> None:
-        super().__init__(message, code=code)
-        self.param = param
 
 
 def rate_of(policy: KeyPolicy, limits: LimitSettings) -> tuple[float, int]:

@@ -16,18 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wire.errors import UnknownVoice
+from edge.shared.errors import VoiceRefused
 
 OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "sage", "shimmer", "verse", "marin", "cedar")
 """Every voice the OpenAI Realtime API offers (``openai.types.realtime`` ``AudioOutput.voice``)."""
-
-
-class VoiceRefused(UnknownVoice):
-    """A voice no region speaks; ``param`` names the client's field (the ``error`` event's ``param``)."""
-
-    def __init__(self, message: str, *, param: str) -> None:
-        super().__init__(message, code="invalid_value")  # what OpenAI answers for a bad voice
-        self.param = param
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,10 @@ from litestar.response import Response, Stream
 from prometheus_client import Counter
 
 from edge.app.services import EdgeServices
+from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
 from edge.shared.json_body import typed_body
-from edge.shared.limits import InvalidParam, check_range, check_text, estimate_tokens
+from edge.shared.limits import check_range, check_text, estimate_tokens
 from edge.speech.audio_encoding import SPEECH_FORMATS, decode_upload, speech_encoder
 from edge.speech.speech_cache import CachedSpeech, SpeechKey
 from edge.tenancy.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now

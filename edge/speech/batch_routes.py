@@ -23,28 +23,16 @@ from litestar.params import FromPath
 from litestar.response import Response
 
 from edge.app.services import EdgeServices
+from edge.shared.errors import BatchNotFound, BatchStoreUnavailable
 from edge.speech.audio_api import Authenticate
 from edge.speech.audio_encoding import SPEECH_FORMATS
 from edge.speech.speech_batches import job_view, make_job, parse_body, view_of
 from edge.stores.redis.batches import BatchStore
 from edge.tenancy.auth import ADMIN, Principal
 from wire.bounded_redis import FAILURES
-from wire.errors import ProtocolError
 
 MAX_BODY_BYTES = 8 * 2**20
 LIST_LIMIT = 100
-
-
-class BatchNotFound(ProtocolError):
-    """No such job for this key, or no audio for that item (HTTP 404)."""
-
-    code = "batch_not_found"
-
-
-class BatchStoreUnavailable(ProtocolError):
-    """No shared store, or it did not answer (HTTP 503)."""
-
-    code = "batch_store_unavailable"
 
 
 @asynccontextmanager
@@ -133,4 +121,4 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
     return [create_batch, list_batches, get_batch, item_content, cancel_batch]
 
 
-__all__ = ["BatchNotFound", "BatchStoreUnavailable", "batch_route_handlers"]
+__all__ = ["batch_route_handlers"]

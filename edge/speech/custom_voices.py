@@ -24,33 +24,21 @@ from typing import Any
 
 import msgspec
 
+from edge.shared.errors import InvalidParam, VoiceNotFound, VoiceRefused, VoiceStoreUnavailable
 from edge.shared.json_body import typed_body
-from edge.shared.limits import InvalidParam
-from edge.shared.voices import VoiceRefused, VoiceTable
+from edge.shared.voices import VoiceTable
 from edge.stores.base import Records
 from edge.stores.memory import MemoryRecords
 from edge.stores.redis.records import RedisRecords
 from edge.tenancy.auth import ADMIN, Principal
 from wire.bounded_redis import BoundedRedis
-from wire.errors import BadEvent, ProtocolError
+from wire.errors import BadEvent
 from wire.voices import CustomVoice, check_blend, decode_style
 
 NAMESPACE = "voicemesh-voices"
 MAX_VOICES_PER_KEY = 100
 """A key's own voices: a bound on what one tenant can store (an uploaded style is ~0.7 MB)."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-class VoiceNotFound(ProtocolError):
-    """No custom voice with this id that the caller may see (HTTP 404)."""
-
-    code = "voice_not_found"
-
-
-class VoiceStoreUnavailable(ProtocolError):
-    """The shared voice store (Redis) did not answer (HTTP 503): retry shortly."""
-
-    code = "voice_store_unavailable"
 
 
 class VoiceRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -243,10 +231,8 @@ class VoiceLibrary:
 __all__ = [
     "NewVoice",
     "VoiceLibrary",
-    "VoiceNotFound",
     "VoiceRecord",
     "VoiceStore",
-    "VoiceStoreUnavailable",
     "open_voice_store",
     "parse_new_voice",
 ]

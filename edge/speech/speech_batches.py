@@ -21,9 +21,9 @@ import msgspec
 
 from edge.app.services import EdgeServices
 from edge.shared.egress import ALLOW_ENV, EgressPolicy
+from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
 from edge.shared.json_body import typed_body
-from edge.shared.limits import InvalidParam
 from edge.speech.audio_api import SpeechParams, check_speech
 from edge.speech.webhooks import SECRET_PREFIX, new_secret, signing_key
 from edge.stores.redis.batches import FINAL, BatchStore, ItemSpec, JobRecord

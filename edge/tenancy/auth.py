@@ -23,36 +23,18 @@ from dataclasses import dataclass
 
 import jwt
 
+from edge.shared.errors import CredentialTooLarge, Forbidden, NotAuthenticated
 from edge.shared.key_policy import DEFAULT_POLICY, InvalidPolicy, KeyPolicy, policy_claims, policy_from_claims
 from edge.shared.settings import EdgeSettings
 from edge.tenancy.client_secrets import SECRET_PREFIX, ClientSecrets
 from edge.tenancy.key_record import open_key_store
 from edge.tenancy.keys import SECRET_PREFIX as KEY_PREFIX
 from edge.tenancy.keys import KeyRing
-from wire.errors import ProtocolError
 from wire.redact import redact_token
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 REALTIME = "realtime"
 ADMIN = "admin"
-
-
-class NotAuthenticated(ProtocolError):
-    """No credential, or one that is unknown, expired or malformed (HTTP 401)."""
-
-    code = "invalid_api_key"
-
-
-class CredentialTooLarge(NotAuthenticated):
-    """The bearer token is longer than any credential the edge issues (HTTP 431)."""
-
-    code = "credential_too_large"
-
-
-class Forbidden(ProtocolError):
-    """A valid credential without the scope the endpoint needs (HTTP 403)."""
-
-    code = "insufficient_scope"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,20 +18,14 @@ from typing import Any
 
 import msgspec
 
+from edge.shared.errors import BadMintRequest
 from edge.shared.json_body import json_object
 from edge.shared.key_policy import InvalidPolicy, policy_from_claims
 from edge.stores.base import EdgeStore
-from wire.errors import ProtocolError
 
 SECRET_PREFIX = "ek_"
 MIN_TTL_S = 10
 MAX_TTL_S = 7200
-
-
-class BadMintRequest(ProtocolError):
-    """The body of ``POST /v1/realtime/client_secrets`` is not one we accept (answered with 400)."""
-
-    code = "invalid_request_error"
 
 
 class Redeemed(msgspec.Struct):
@@ -143,4 +137,4 @@ class ClientSecrets:
         return record
 
 
-__all__ = ["SECRET_PREFIX", "BadMintRequest", "ClientSecrets", "MintRequest", "Redeemed", "digest"]
+__all__ = ["SECRET_PREFIX", "ClientSecrets", "MintRequest", "Redeemed", "digest"]

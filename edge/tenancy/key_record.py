@@ -17,22 +17,14 @@ from typing import Any
 
 import msgspec
 
+from edge.shared.errors import KeyStoreUnavailable
 from edge.shared.key_policy import KeyPolicy, policy_from_claims
 from edge.stores.base import Records
 from edge.stores.memory import MemoryRecords
 from edge.stores.redis.records import RedisRecords
 from wire.bounded_redis import BoundedRedis
-from wire.errors import ProtocolError
 
 NAMESPACE = "voicemesh-keys"
-
-
-class KeyStoreUnavailable(ProtocolError):
-    """The shared key store (Redis) did not answer: nothing about stored keys can be changed or
-    newly checked now (HTTP 503; env keys and keys this edge checked recently still work). A
-    refusal the client can retry, answered like ``Draining`` (hence a ``ProtocolError``)."""
-
-    code = "key_store_unavailable"
 
 
 class KeyRecord(msgspec.Struct, kw_only=True):
@@ -122,4 +114,4 @@ def open_key_store(redis: BoundedRedis | None) -> KeyStore:
     return RedisRecords(redis, namespace=NAMESPACE, record_type=KeyRecord, unavailable=_unavailable)
 
 
-__all__ = ["KeyRecord", "KeyStore", "KeyStoreUnavailable", "live_hashes", "open_key_store", "save_key"]
+__all__ = ["KeyRecord", "KeyStore", "live_hashes", "open_key_store", "save_key"]

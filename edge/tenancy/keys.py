@@ -25,13 +25,13 @@ from typing import Any
 
 import msgspec
 
+from edge.shared.errors import BadKeyRequest, KeyNotFound, KeyStoreUnavailable, VoiceRefused
 from edge.shared.json_body import json_object
 from edge.shared.key_policy import InvalidPolicy, policy_from_claims
 from edge.shared.settings import KeySettings
-from edge.shared.voices import VoiceRefused, VoiceTable
+from edge.shared.voices import VoiceTable
 from edge.tenancy.client_secrets import digest
-from edge.tenancy.key_record import KeyRecord, KeyStore, KeyStoreUnavailable, save_key
-from wire.errors import ProtocolError
+from edge.tenancy.key_record import KeyRecord, KeyStore, save_key
 
 log = logging.getLogger("voicemesh.edge.keys")
 
@@ -41,24 +41,6 @@ MAX_GRACE_S = 7 * 86_400
 POLICY_FIELDS = ("residency", "max_sessions", "rate_per_s", "burst", "voices", "priority", "on_no_region")
 _CACHE_ENTRIES = 10_000
 """Most secrets one edge remembers at once (the cache is cleared past it: a bound, not an LRU)."""
-
-
-class BadKeyRequest(ProtocolError):
-    """A body of the keys API that is not one we accept (HTTP 400); the message names the field."""
-
-    code = "invalid_request_error"
-
-
-class KeyNotFound(ProtocolError):
-    """No stored key with this id (HTTP 404)."""
-
-    code = "key_not_found"
-
-
-class KeyRevoked(ProtocolError):
-    """The key was revoked: sent as the ``error`` event that ends its open sessions."""
-
-    code = "api_key_revoked"
 
 
 def new_secret() -> str:
@@ -305,9 +287,6 @@ class RevocationWatch:
 
 __all__ = [
     "SECRET_PREFIX",
-    "BadKeyRequest",
-    "KeyNotFound",
-    "KeyRevoked",
     "KeyRing",
     "RevocationWatch",
     "new_secret",

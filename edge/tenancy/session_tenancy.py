@@ -15,30 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edge.shared.errors import BadResidency, InvalidParam, NoRegionInResidency, ResidencyNotAllowed
 from edge.shared.key_policy import InvalidPolicy, KeyPolicy, policy_from_claims
-from edge.shared.limits import InvalidParam
 from edge.shared.state import SessionState
-from edge.tenancy.auth import Forbidden
 from router.api import ClientRefused, Degraded, SessionRouting
-from wire.errors import BadEvent, NoRegionAvailable, VoicemeshError
-
-
-class ResidencyNotAllowed(Forbidden):
-    """The session asked for a residency its key does not allow (HTTP 403)."""
-
-    code = "residency_not_allowed"
-
-
-class BadResidency(BadEvent):
-    """The residency asked for is not a list of tags (HTTP 400)."""
-
-    code = "invalid_residency"
-
-
-class NoRegionInResidency(VoicemeshError):
-    """No region of the session's residency could serve the turn, and its key says ``error``."""
-
-    code = "no_region_in_residency"
+from wire.errors import NoRegionAvailable
 
 
 def requested_residency(value: object) -> frozenset[str] | None:
@@ -117,9 +98,6 @@ def refusal_for(state: SessionState, degraded: Degraded) -> ClientRefused | None
 
 
 __all__ = [
-    "BadResidency",
-    "NoRegionInResidency",
-    "ResidencyNotAllowed",
     "SessionTenancy",
     "narrow",
     "refusal_for",

@@ -19,21 +19,15 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from edge.app.services import EdgeServices
+from edge.shared.errors import BadAdminQuery
 from edge.tenancy.accounting import AUDIT_CAP
 from edge.tenancy.auth import ADMIN, Principal
-from wire.errors import ProtocolError
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
 """The edge's credential check (``edge/app/asgi.py``), bounded in time."""
 
 DEFAULT_LIMIT = 50
 MAX_KEY_ID_CHARS = 128
-
-
-class BadAdminQuery(ProtocolError):
-    """A query parameter or path part out of range (HTTP 400)."""
-
-    code = "invalid_request_error"
 
 
 def _limit(raw: str | None) -> int:

@@ -28,8 +28,8 @@ from click.testing import CliRunner
 from websockets.asyncio.client import ClientConnection, connect
 
 from edge.app.server import EdgeTask
+from edge.shared.errors import TooManySessions
 from edge.shared.key_policy import KeyPolicy
-from edge.shared.limits import TooManySessions
 from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.stores.redis.limits import RedisLimits
 from edge.tenancy.keys import KeyRing

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from edge.shared.limits import InvalidParam, KeyLimits, TooManySessions, estimate_tokens, fit_history
+from edge.shared.errors import InvalidParam, TooManySessions
+from edge.shared.limits import KeyLimits, estimate_tokens, fit_history
 from edge.shared.settings import ContentLimits, LimitSettings
 from wire.turn import Message
 

@@ -17,9 +17,9 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
 from edge.app.asgi import create_app
+from edge.shared.errors import NotAuthenticated
 from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.stores.memory import LocalStore
-from edge.tenancy.auth import NotAuthenticated
 from edge.tenancy.client_secrets import MintRequest, digest
 from edge.testing import memory_services
 
