@@ -28,8 +28,6 @@ from voicemesh.drills.scenarios import SCENARIOS, FaultParams
 from voicemesh.drills.slo import Slo
 from wire.region_auth import ClientAuth
 
-pytestmark = pytest.mark.slow
-
 KEY, ADMIN = "vm-edge-drill-key", "vma-edge-drill-admin"
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import httpx
 import numpy as np
-import pytest
 
 from tests.edge.conftest import session_id
 from tests.fixtures.edge import RunningEdge
@@ -18,8 +17,6 @@ from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import client, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
 from wire.region_auth import ClientAuth
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 def _cancels(region_url: str) -> float:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import (
@@ -25,8 +23,6 @@ from .conftest import (
     pipecat_run,
     pipecat_service,
 )
-
-pytestmark = pytest.mark.slow
 
 
 def _session(**fields: Any) -> Any:
