@@ -1,10 +1,14 @@
 """Test-suite wiring: heavy things (models, vLLM, regions) start once per run and are shared.
 
 Two tiers: ``make test-fast`` runs what needs no model, no vLLM and no system service (under a
-minute, right after ``pip install``); ``make test`` runs everything. A test is in the slow tier when
-it carries ``pytest.mark.slow`` or when any fixture it uses (directly or through other fixtures)
-is one of ``HEAVY_FIXTURES``, so a new test that asks for a region is classified without anyone
-remembering to mark it.
+minute, right after ``pip install``); ``make test`` runs everything.
+
+One rule puts a test in the slow tier: it uses (directly or through other fixtures) one of
+``HEAVY_FIXTURES``. A test is slow because of what it uses, so a new test that asks for a region is
+classified without anyone remembering to mark it. Nothing else decides the tier: a hand-written
+``pytest.mark.slow`` on a test no heavy fixture reaches stops the run (ask for the fixture, or add
+yours to ``HEAVY_FIXTURES``), and a ``_live`` in a file name only says the file runs against real
+regions. ``pytest -m slow --collect-only -q`` lists the slow tier.
 """
 
 import pytest
@@ -19,6 +23,7 @@ pytest_plugins = [
     "tests.fixtures.drills",
     "tests.fixtures.webhooks",
     "tests.fixtures.image",
+    "pytester",  # tests/test_tiers.py runs pytest on a scratch suite
 ]
 
 HEAVY_FIXTURES = frozenset(
@@ -28,11 +33,21 @@ HEAVY_FIXTURES = frozenset(
         "redis_url",  # a real redis-server
         "terraform",  # the Terraform toolchain from PyPI
         "voicemesh_image",  # the container image: podman, buildah, mmdebstrap, umoci (minutes to build)
+        "fuzzed_edge",  # an edge fuzzed with hundreds of generated requests (tests/edge/test_fuzz_http.py)
     }
 )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    by_hand = []
     for item in items:
         if HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow") is not None:
+            by_hand.append(item.nodeid)
+    if by_hand:
+        raise pytest.UsageError(
+            f"{len(by_hand)} test(s) marked slow by hand, which no heavy fixture reaches (first: "
+            f"{by_hand[0]}): ask for the heavy fixture the test needs, or add it to HEAVY_FIXTURES "
+            "in tests/conftest.py; the tier comes from fixtures only"
+        )

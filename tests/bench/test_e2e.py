@@ -15,12 +15,9 @@ import sys
 from pathlib import Path
 
 import psutil
-import pytest
 
 from voicemesh.bench.e2e import E2eOptions, run_e2e
 from voicemesh.processes import spawn, stop, wait_for_sync
-
-pytestmark = pytest.mark.slow
 
 
 async def test_smallest_run_has_both_sides_and_a_ratio(

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from edge.shared.settings import EdgeSettings
 from voicemesh.bench.edge import run_bench
 from voicemesh.profiles import cpu_profile
@@ -15,7 +13,6 @@ from voicemesh.profiles import cpu_profile
 TREE = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow  # the real Silero VAD model
 async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict[str, Path]) -> None:
     settings = EdgeSettings(
         api_keys=("bench-key",), admin_keys=("bench-key",), vad_model=cpu_profile().edge.vad_model
@@ -38,7 +35,6 @@ async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict
     assert split.startswith("40 ms appends, ms CPU per stream-second:") and "+ Silero" in split
 
 
-@pytest.mark.slow  # the real Silero VAD model
 async def test_two_checkouts_side_by_side_each_measured(models: dict[str, Path]) -> None:
     """``bench edge-pair`` with this tree as both sides: both edges ran, each its own streams through
     its VAD, and their ratio is a number near 1 (the same code), not a measure of speed."""

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from voicemesh.bench.stt_cuts import format_cuts, run_stt_cuts
 from voicemesh.profiles import cpu_profile
-
-pytestmark = pytest.mark.slow
 
 
 async def test_each_shift_is_cut_by_the_edge_and_transcribed_beside_the_whole(

@@ -28,7 +28,6 @@ def test_paired_counts_and_interval() -> None:
     assert len(report.splitlines()) == 2 + 3  # header, the three cuts that differ, the summary
 
 
-@pytest.mark.slow  # the real Silero and Whisper
 async def test_each_cut_is_transcribed_with_both_windows(models: dict[str, Path]) -> None:
     p = cpu_profile()
     said: list[str] = []

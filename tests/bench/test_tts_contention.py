@@ -11,8 +11,6 @@ import pytest
 from voicemesh.bench.tts_contention import run_tts_contention
 from voicemesh.profiles import cpu_profile
 
-pytestmark = pytest.mark.slow
-
 
 async def test_a_row_per_thread_count_alone_and_beside_decoding(
     llm_url: str, models: dict[str, Path]

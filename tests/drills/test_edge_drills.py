@@ -3,8 +3,9 @@ processes sharing a real redis-server behind a loopback balancer (``voicemesh/dr
 in front of a real region (real vLLM, Whisper, Piper), with real speech from the drill callers.
 
 Each drill must lose no turn and no conversation item: callers dropped by an edge resume their
-session on the other edge (``docs/resume.md``). As in the region drills' test, the SLO's timing
-bounds are off (a shared 2-core machine); the reports are written to the test's folder, and with
+session on the other edge (``docs/resume.md``): every scenario drops someone, who resumes. The
+timing objectives are ``BUSY_MACHINE_SLO``'s (tests/fixtures/drills.py: bounds a shared 2-core
+machine keeps, from the gaps the drills measure). The reports are written to the test's folder, and with
 ``VOICEMESH_DRILL_DOCS=docs/drills`` also to ``docs/drills/<scenario>.md`` + ``.png`` (how the
 published edge drill reports are made).
 """
@@ -12,23 +13,21 @@ published edge drill reports are made).
 from __future__ import annotations
 
 import json
-import math
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.drills import BUSY_MACHINE_SLO
 from tests.fixtures.region import RunningRegion
 from voicemesh.drills.callers import CallerSettings, EdgeTarget
 from voicemesh.drills.deployment import Deployment
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
 from voicemesh.drills.scenarios import SCENARIOS, FaultParams
-from voicemesh.drills.slo import Slo
 from wire.region_auth import ClientAuth
-
-pytestmark = pytest.mark.slow
 
 KEY, ADMIN = "vm-edge-drill-key", "vma-edge-drill-admin"
 
@@ -47,11 +46,15 @@ def regions_only(tmp_path: Path, region: RunningRegion, region_keys: Path) -> De
 
 
 @pytest.mark.parametrize(
-    ("scenario", "fault"),
-    [("edge-crash", "SIGKILL"), ("edge-drain", "SIGTERM"), ("redis-down", "redis-down")],
+    ("scenario", "faults"),
+    [
+        ("edge-crash", ["SIGKILL"]),
+        ("edge-drain", ["SIGTERM", "SIGTERM"]),  # a rolling restart: each edge drained in turn
+        ("redis-down", ["redis-down", "SIGKILL"]),  # once Redis is back, an edge is killed: resume
+    ],
 )
 async def test_edge_drill_loses_no_turn_and_no_item(
-    regions_only: Deployment, tmp_path: Path, scenario: str, fault: str
+    regions_only: Deployment, tmp_path: Path, scenario: str, faults: list[str]
 ) -> None:
     result = await run_drill(
         SCENARIOS[scenario],
@@ -59,7 +62,7 @@ async def test_edge_drill_loses_no_turn_and_no_item(
         callers=2,
         caller_settings=CallerSettings(turns=3, turn_timeout_s=120),
         params=FaultParams(at_turn=2, hold_s=3.0),
-        slo=Slo(max_lost_turns=0, max_failover_gap_s=math.inf, max_fault_p95_ttfa_s=math.inf),
+        slo=BUSY_MACHINE_SLO,
         speech_dir=tmp_path / "speech",
         report=print,
         max_duration_s=480,
@@ -72,14 +75,25 @@ async def test_edge_drill_loses_no_turn_and_no_item(
 
     assert len(data["turns"]) == 6
     assert data["stats"]["lost"] == 0, [t for t in data["turns"] if not t["complete"]]
-    assert data["faults"] and data["faults"][0]["kind"] == fault
+    assert [f["kind"] for f in data["faults"]] == faults, (data["faults"], data["notes"])
     assert all(f["until"] is not None for f in data["faults"]), data["faults"]  # every fault undone
     verdicts = {v["name"]: v for v in data["verdicts"]}
+    assert set(verdicts) == {"lost_turns", "failover_gap", "fault_p95_ttfa", "items_lost"}
     assert verdicts["lost_turns"]["measured"] == "0 of 6"
-    assert verdicts["items_lost"]["measured"].startswith("0 of ")
-    if scenario != "redis-down" or len(data["faults"]) > 1:
-        assert " 0 resumes" not in verdicts["items_lost"]["measured"]  # someone was dropped and resumed
-    assert all(v["passed"] for v in verdicts.values()), verdicts
+    # Someone was dropped mid-call and resumed, and got every item back.
+    items = re.fullmatch(r"0 of (\d+) items, (\d+) resumes", verdicts["items_lost"]["measured"])
+    assert items and int(items[1]) > 0 and int(items[2]) > 0, verdicts["items_lost"]
+    # The timing objectives are real bounds, met: a turn hit by the fault was answered in time.
+    assert (
+        verdicts["failover_gap"]["objective"]
+        == f"max failover gap <= {BUSY_MACHINE_SLO.max_failover_gap_s:.1f} s"
+    )
+    assert "turns hit mid-turn" in verdicts["failover_gap"]["measured"], verdicts["failover_gap"]
+    assert (
+        verdicts["fault_p95_ttfa"]["objective"]
+        == f"p95 TTFA during the fault <= {BUSY_MACHINE_SLO.max_fault_p95_ttfa_s:.1f} s"
+    )
+    assert all(v["passed"] for v in verdicts.values()) and data["passed"] is True, verdicts
     assert files["png"].stat().st_size > 20_000
     if docs := os.environ.get("VOICEMESH_DRILL_DOCS"):
         md = files["md"].read_text().replace("](timeline.png)", f"]({scenario}.png)")

@@ -5,24 +5,23 @@ a caller, the region serving it is SIGKILLed mid-answer, then restored by Terraf
 lose no turn, record the failover with its reason, undo the fault, and write a report whose content
 says so.
 
-Nothing here depends on how fast this machine is: the SLO's timing bounds are off (gap and TTFA
-figures belong to ``voicemesh drill`` and docs/drills.md, measured on a quiet machine), so their
-verdict rows are checked for presence and content, and any detector the router uses to notice the
-crash (a dropped link, a missed deadline, a failed probe) is an accepted reason.
+The timing objectives are ``BUSY_MACHINE_SLO``'s (tests/fixtures/drills.py): bounds a busy 2-core
+machine keeps, from the gaps and TTFAs the drill measures, not the 4 s / 8 s meant for GPU regions
+(docs/drills.md); any detector the router uses to notice the crash (a dropped link, a missed
+deadline, a failed probe) is an accepted reason.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
+from tests.fixtures.drills import BUSY_MACHINE_SLO
 from voicemesh.drills.callers import CallerSettings
 from voicemesh.drills.deployment import Deployment
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
 from voicemesh.drills.scenarios import SCENARIOS, FaultParams
-from voicemesh.drills.slo import Slo
 
 
 async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tmp_path: Path) -> None:
@@ -34,7 +33,7 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
         callers=2,
         caller_settings=CallerSettings(turns=3, turn_timeout_s=90),
         params=FaultParams(at_turn=2, hold_s=2.0),
-        slo=Slo(max_lost_turns=0, max_failover_gap_s=math.inf, max_fault_p95_ttfa_s=math.inf),
+        slo=BUSY_MACHINE_SLO,
         speech_dir=tmp_path / "speech",
         report=print,
         max_duration_s=420,
@@ -59,8 +58,7 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
         assert hop["to"] != hop["from"], hop
     served = data["stats"]["served_by"]
     assert set(served) <= {*regions, "edge (degraded)"} and sum(served.values()) == 6
-    # Every objective has its row; without timing bounds the gap and TTFA rows pass exactly when the
-    # turns hit by the crash resumed and were answered, which no lost turn implies.
+    # Every objective has its row, and each is met: the timing ones against real bounds.
     verdicts = {v["name"]: v for v in data["verdicts"]}
     assert set(verdicts) == {"lost_turns", "failover_gap", "fault_p95_ttfa", "calls_lost", "calls_duplicated"}
     # The last caller calls a function every turn (issue 13): each arrived once, crash or not.
@@ -70,7 +68,15 @@ async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tm
         == "0 of 3 tool-calling turns"
     )
     assert verdicts["lost_turns"]["measured"] == "0 of 6"
+    assert (
+        verdicts["failover_gap"]["objective"]
+        == f"max failover gap <= {BUSY_MACHINE_SLO.max_failover_gap_s:.1f} s"
+    )
     assert "turns hit mid-turn" in verdicts["failover_gap"]["measured"]
+    assert (
+        verdicts["fault_p95_ttfa"]["objective"]
+        == f"p95 TTFA during the fault <= {BUSY_MACHINE_SLO.max_fault_p95_ttfa_s:.1f} s"
+    )
     assert "never resumed" not in verdicts["failover_gap"]["measured"]
     assert "turns" in verdicts["fault_p95_ttfa"]["measured"]
     assert all(v["passed"] for v in verdicts.values()) and data["passed"] is True

@@ -142,7 +142,6 @@ def test_input_buffer_holds_what_concatenation_held() -> None:
         np.testing.assert_array_equal(samples.view, reference)
 
 
-@pytest.mark.slow  # the real Silero model
 async def test_batcher_reads_chunks_before_their_buffer_is_reused(
     models: dict[str, Path], speech: Callable[..., Path]
 ) -> None:

@@ -26,8 +26,6 @@ from tests.fixtures.region import RegionFactory, Transcribe
 from voicemesh.profiles import cpu_profile
 from wire.audio import REGION_OUT_RATE, float_to_pcm16
 
-pytestmark = pytest.mark.slow
-
 TEXT = "Hello there. This is a short test of the speech service."
 QUESTION = "Please book a table for two people tonight."
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai_audio.py"

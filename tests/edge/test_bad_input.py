@@ -23,8 +23,6 @@ from tests.fixtures.common import free_port
 from tests.fixtures.edge import EdgeFactory, RunningEdge
 from voicemesh.realtime import client
 
-pytestmark = pytest.mark.slow  # real models / regions / browser
-
 JWT_SECRET = "test-jwt-secret-0123456789abcdef0123"
 ADMIN_KEY = "test-admin-key-0123456789"
 

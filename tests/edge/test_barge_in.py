@@ -1,16 +1,18 @@
 """Barge-in: talking over the answer stops its audio at once, cancels the region's turn, and the
-history keeps only what the user heard."""
+history keeps exactly what the user heard: the clauses whose audio was played before they spoke,
+never nothing (the user talks over the answer only once its first clause has been played)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import numpy as np
-import pytest
 
 from tests.edge.conftest import session_id
 from tests.fixtures.edge import RunningEdge
@@ -19,7 +21,11 @@ from voicemesh.realtime import client, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
 from wire.region_auth import ClientAuth
 
-pytestmark = pytest.mark.slow  # real models / regions / browser
+OUT_BYTES_PER_S = 48_000
+"""The answer's audio: 24 kHz PCM16 (the session's default output format)."""
+SLOW_CHARS_PER_S = 10.0
+"""Slower than Kokoro speaks (about 15 characters a second): once this much audio per character of
+the first clause has arrived, the first clause has been played whole."""
 
 
 def _cancels(region_url: str) -> float:
@@ -45,12 +51,19 @@ async def test_barge_in_stops_audio_and_cancels_region_turn(
         )
         await stream_audio(conn, np.concatenate([question, silence, silence]), pace=1.5)
         talker: asyncio.Task[None] | None = None
+        first_clause, audio_s = "", 0.0
         async with asyncio.timeout(120):
             async for event in conn:
                 events.append((time.monotonic(), event))
-                if event.type == "response.output_audio.delta" and talker is None:
-                    # The answer is playing: talk over it, like a person would.
-                    talker = asyncio.create_task(stream_audio(conn, np.concatenate([interruption, silence])))
+                if event.type == "response.output_audio_transcript.delta" and not first_clause:
+                    first_clause = event.delta
+                if event.type == "response.output_audio.delta":
+                    audio_s += len(base64.b64decode(event.delta)) / OUT_BYTES_PER_S
+                    if talker is None and first_clause and audio_s >= len(first_clause) / SLOW_CHARS_PER_S:
+                        # The first clause has been played: talk over the rest, like a person would.
+                        talker = asyncio.create_task(
+                            stream_audio(conn, np.concatenate([interruption, silence]))
+                        )
                 if event.type == "response.done":
                     break
         assert talker is not None
@@ -67,13 +80,19 @@ async def test_barge_in_stops_audio_and_cancels_region_turn(
     late = [e for t, e in events if t >= barge_at and e.type == "response.output_audio.delta"]  # type: ignore[attr-defined]
     assert len(late) <= 1, f"{len(late)} audio deltas after speech_started"
 
-    # History holds what was heard: whole clauses whose audio went out, a prefix of what was said.
+    # Some of the answer was heard before the barge-in: audio had been played, and its clauses are
+    # what the response says was heard, a non-empty prefix of what was said.
+    before: list[Any] = [e for t, e in events if t < barge_at and e.type == "response.output_audio.delta"]  # type: ignore[attr-defined]
+    played_s = sum(len(base64.b64decode(e.delta)) for e in before) / OUT_BYTES_PER_S
+    assert played_s >= len(first_clause) / SLOW_CHARS_PER_S > 0, (played_s, first_clause)
     heard = done.response.output[0].content[0].transcript  # type: ignore[attr-defined]
     full = "".join(e.delta for _, e in events if e.type == "response.output_audio_transcript.delta")  # type: ignore[attr-defined]
+    assert heard.strip(), f"nothing heard, though {played_s:.1f} s of the answer was played: {full!r}"
     assert full.strip().startswith(heard), (heard, full)
+    # History holds exactly the heard part: one assistant message, the heard transcript.
     assert state is not None
     assistant = [m.content for m in state.history if m.role == "assistant"]
-    assert assistant == ([heard] if heard else [])
+    assert assistant == [heard], (assistant, heard)
 
     # The region's turn was cancelled, not left running.
     for _ in range(50):

@@ -25,7 +25,6 @@ from typing import Any
 import httpx
 import numpy as np
 import openai
-import pytest
 
 from edge.responses.stages import read_stages
 from edge.shared.egress import ALLOW_ENV, parse_networks
@@ -37,8 +36,6 @@ from tests.fixtures.webhooks import WebhookReceiver, WebhookReceiverFactory
 from voicemesh.processes import stop
 from voicemesh.realtime import Reply, client, collect_reply, session_config, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
-
-pytestmark = pytest.mark.slow
 
 QUESTION = "What is the capital of France?"
 TURNS_EACH = 5

@@ -19,14 +19,11 @@ from typing import Any
 
 import numpy as np
 import openai
-import pytest
 
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RegionFactory, Transcribe
 from wire.audio import REGION_OUT_RATE
 from wire.voices import CustomVoice, voice_digest
-
-pytestmark = pytest.mark.slow
 
 ADMIN = "admin-custom-voices-live"
 TEXT = " ".join(

@@ -8,8 +8,6 @@ import os
 import signal
 from collections.abc import Callable
 
-import pytest
-
 from router.settings import RouterSettings
 from tests.edge.conftest import rms
 from tests.fixtures.edge import EdgeFactory, RunningEdge
@@ -17,8 +15,6 @@ from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import Reply, client
 from voicemesh.talk import talk
 from wire.audio import CLIENT_RATE, FloatAudio
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 async def test_no_region_reachable_gets_piper_audio_marked_degraded(

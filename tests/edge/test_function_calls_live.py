@@ -17,14 +17,10 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import Reply, connect, stream_audio
 from wire.audio import FloatAudio
-
-pytestmark = pytest.mark.slow
 
 TURN_TIMEOUT_S = 180.0
 WEATHER = {

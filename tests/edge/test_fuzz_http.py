@@ -35,8 +35,6 @@ from edge.testing import ScriptedRouter, memory_services, spoken_reply
 from tests.edge.test_fuzz_events import json_values, raw_frames
 from tests.fixtures.common import free_port
 
-pytestmark = pytest.mark.slow
-
 GUARD_S = 30.0
 """Only stops a hung server from hanging the suite."""
 
@@ -94,7 +92,9 @@ class ThreadedEdge:
 
 
 @pytest.fixture(scope="module")
-def edge() -> Iterator[ThreadedEdge]:
+def fuzzed_edge() -> Iterator[ThreadedEdge]:
+    """The edge the fuzz drives with hundreds of generated requests (tens of seconds: a heavy fixture,
+    so every test here is in the slow tier, tests/conftest.py)."""
     unlimited = LimitSettings(
         connect_rate_per_s=1e6, connect_burst=1_000_000, mint_rate_per_s=1e6, mint_burst=1_000_000,
         events_per_s=1e6, events_burst=1_000_000, head_timeout_s=1.0,
@@ -170,10 +170,10 @@ requests = st.one_of(
 @example(("GET", "/web/" + "a" * 5_000, {}, b""))
 @example(("POST", "/v1/realtime/client_secrets", {"Authorization": f"Bearer {KEY}"}, b'{"expires_after": 5}'))
 def test_http_endpoints_answer_junk_without_5xx(
-    edge: ThreadedEdge, request_: tuple[str, str, dict[str, str], bytes]
+    fuzzed_edge: ThreadedEdge, request_: tuple[str, str, dict[str, str], bytes]
 ) -> None:
     method, path, headers, body = request_
-    with httpx.Client(base_url=edge.http_url, timeout=GUARD_S) as http:
+    with httpx.Client(base_url=fuzzed_edge.http_url, timeout=GUARD_S) as http:
         response = http.request(method, path, headers=headers, content=body if method != "GET" else None)
     assert response.status_code < 500, (
         method,
@@ -184,10 +184,10 @@ def test_http_endpoints_answer_junk_without_5xx(
     )
 
 
-def test_oversized_and_slow_request_heads_are_refused_not_hung(edge: ThreadedEdge) -> None:
+def test_oversized_and_slow_request_heads_are_refused_not_hung(fuzzed_edge: ThreadedEdge) -> None:
     """An 8 KB bearer token used to hang the WebSocket handshake; a slow head held its connection."""
     for upgrade in (False, True):
-        with socket.create_connection(("127.0.0.1", edge.settings.port), timeout=GUARD_S) as sock:
+        with socket.create_connection(("127.0.0.1", fuzzed_edge.settings.port), timeout=GUARD_S) as sock:
             ws_headers = (
                 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -200,13 +200,13 @@ def test_oversized_and_slow_request_heads_are_refused_not_hung(edge: ThreadedEdg
             )
             sock.sendall(head.encode())
             assert sock.recv(100).startswith(b"HTTP/1.1 431 ")
-    with socket.create_connection(("127.0.0.1", edge.settings.port), timeout=GUARD_S) as sock:
+    with socket.create_connection(("127.0.0.1", fuzzed_edge.settings.port), timeout=GUARD_S) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # ...and never the rest
         answer = b""
         while chunk := sock.recv(1000):  # the edge answers 408 and closes
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 408 ")
-    assert_healthy(edge)
+    assert_healthy(fuzzed_edge)
 
 
 # -- WebSocket -----------------------------------------------------------------------------------
@@ -215,9 +215,9 @@ def test_oversized_and_slow_request_heads_are_refused_not_hung(edge: ThreadedEdg
 @settings(FUZZ, max_examples=60)
 @given(st.lists(raw_frames, min_size=1, max_size=4))
 def test_websocket_events_get_answers_without_server_error(
-    edge: ThreadedEdge, frames: list[str | bytes]
+    fuzzed_edge: ThreadedEdge, frames: list[str | bytes]
 ) -> None:
-    with _session(edge) as ws:
+    with _session(fuzzed_edge) as ws:
         for frame in frames:
             ws.send(frame)
         # Events are handled in order: once the sentinel is answered, every frame before it was.
@@ -230,8 +230,8 @@ def test_websocket_events_get_answers_without_server_error(
                 break
 
 
-def test_the_edge_is_healthy_after_the_fuzz(edge: ThreadedEdge) -> None:
-    assert_healthy(edge)
-    with httpx.Client(base_url=edge.http_url, timeout=GUARD_S) as http:
+def test_the_edge_is_healthy_after_the_fuzz(fuzzed_edge: ThreadedEdge) -> None:
+    assert_healthy(fuzzed_edge)
+    with httpx.Client(base_url=fuzzed_edge.http_url, timeout=GUARD_S) as http:
         assert http.get("/web/%00index.html").status_code == 404
         assert http.get("/web/talk.js").status_code == 200

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import Reply, client, collect_reply
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 async def test_queued_turn_reports_position_and_wait(

@@ -27,8 +27,6 @@ from voicemesh.drills.faults import Balancer
 from voicemesh.processes import kill_tree, stop
 from voicemesh.realtime import client
 
-pytestmark = pytest.mark.slow
-
 KEY = "vm-resume-live-key"
 GREETING = "My name is Ada. Say hello to me in one sentence."
 TIMEOUT_S = 240.0  # a turn on a 2-core machine shared with other test runs

@@ -17,8 +17,6 @@ from edge.audio.vad import CHUNK, CONTEXT
 from wire.audio import read_wav
 from wire.errors import ModelMissing
 
-pytestmark = pytest.mark.slow  # the real Silero model
-
 
 @pytest.fixture(scope="module")
 def model_path(models: dict[str, Path]) -> str:

@@ -18,13 +18,10 @@ import signal
 from typing import Any
 
 import openai
-import pytest
 
 from tests.fixtures.edge import EdgeFactory, RunningEdge
 from tests.fixtures.region import RegionFactory, Transcribe
 from wire.audio import REGION_OUT_RATE
-
-pytestmark = pytest.mark.slow
 
 WORDS = ("apple", "banana", "cherry", "lemon", "orange", "mango")
 TEXT = " ".join(

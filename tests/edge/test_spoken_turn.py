@@ -7,15 +7,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pydantic
-import pytest
 
 from edge.shared.events import SERVER_EVENT_MODELS
 from tests.edge.conftest import rms, session_id
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, client, collect_reply, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 def _strictly_valid(event: object) -> None:

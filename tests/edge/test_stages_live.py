@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import httpx
 import numpy as np
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from edge.responses.stages import EDGE_STAGES, read_stages
@@ -18,8 +17,6 @@ from tests.fixtures.edge import RunningEdge
 from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import Reply, client, collect_reply, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
-
-pytestmark = pytest.mark.slow  # real models / regions
 
 SPOKEN = ["eos", "route", "connect", "queue", "region", "relay", "first_audio"]
 """A spoken turn's stages: started at the pause in the speech (edge/realtime/speculation.py), it has no

@@ -25,7 +25,6 @@ from typing import Any
 
 import httpx
 import jwt
-import pytest
 
 from router.registry import Location, RegionRecord
 from tests.edge.conftest import session_id
@@ -33,8 +32,6 @@ from tests.fixtures.edge import EdgeFactory, RunningEdge
 from tests.fixtures.region import RegionFactory, RunningRegion
 from tests.router.conftest import CRASH_REASONS
 from voicemesh.realtime import client, delta_seconds
-
-pytestmark = pytest.mark.slow
 
 JWT_SECRET = "jwt-secret-for-the-tenancy-live-test-0123456789"
 ADMIN = "admin-key-tenancy-live-0123"

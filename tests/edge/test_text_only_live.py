@@ -6,12 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import client
-
-pytestmark = pytest.mark.slow  # real models / regions
 
 
 async def test_a_text_only_turn_gets_output_text_and_no_audio(edge: RunningEdge) -> None:

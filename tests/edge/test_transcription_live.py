@@ -8,13 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import client, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
-
-pytestmark = pytest.mark.slow  # real models / regions
 
 
 async def test_a_spoken_turn_without_a_response_gets_its_transcription(

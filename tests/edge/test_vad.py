@@ -23,7 +23,6 @@ def utterance(speech: Callable[..., Path]) -> np.ndarray:
     return samples[: len(samples) // CHUNK * CHUNK]
 
 
-@pytest.mark.slow  # the real Silero model
 async def test_batched_vad_matches_per_stream_and_batches(
     models: dict[str, Path], utterance: np.ndarray
 ) -> None:

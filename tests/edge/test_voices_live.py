@@ -5,13 +5,9 @@ a real region (Whisper, vLLM, Kokoro) speaks the greeting in the mapped Kokoro v
 
 from __future__ import annotations
 
-import pytest
-
 from tests.edge.conftest import rms
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, client, collect_reply
-
-pytestmark = pytest.mark.slow  # a real region
 
 
 async def test_a_greeting_in_an_openai_voice_is_spoken_by_the_region(edge: RunningEdge) -> None:

@@ -14,8 +14,6 @@ from tests.fixtures.edge import RunningEdge
 
 from .conftest import QUESTION, TURN_TIMEOUT_S
 
-pytestmark = pytest.mark.slow
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-import pytest
-
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import (
@@ -25,8 +23,6 @@ from .conftest import (
     finished_generations,
     livekit_session,
 )
-
-pytestmark = pytest.mark.slow
 
 
 def _no_errors(lk: LiveKitSession) -> None:

@@ -15,13 +15,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import TURN_TIMEOUT_S, finished_generations, livekit_session
-
-pytestmark = pytest.mark.slow
 
 RESULT = {"city": "Paris", "sky": "sunny", "temperature_c": 24}
 

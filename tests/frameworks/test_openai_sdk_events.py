@@ -13,7 +13,6 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from openai.types.realtime import RealtimeConversationItemUserMessageParam
 from openai.types.realtime.realtime_response_usage import RealtimeResponseUsage
 
@@ -22,8 +21,6 @@ from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, collect_reply, connect, send_audio
 
 from .conftest import QUESTION, TURN_TIMEOUT_S
-
-pytestmark = pytest.mark.slow
 
 Conn = Any  # openai's AsyncRealtimeConnection
 

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.fixtures.common import SpeechFactory, run_example
 from tests.fixtures.edge import RunningEdge
 from voicemesh.realtime import Reply, collect_reply, connect, stream_audio
@@ -25,8 +23,6 @@ from wire.audio import FloatAudio
 from wire.turn import Message
 
 from .conftest import TURN_TIMEOUT_S
-
-pytestmark = pytest.mark.slow
 
 WEATHER = {
     "type": "function",

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
+import numpy as np
 
+from edge.shared.voices import CPU_VOICES
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import (
@@ -25,8 +26,6 @@ from .conftest import (
     pipecat_run,
     pipecat_service,
 )
-
-pytestmark = pytest.mark.slow
 
 
 def _session(**fields: Any) -> Any:
@@ -114,14 +113,41 @@ async def test_text_only_turn(edge: RunningEdge, question_pcm: Callable[[str], b
         assert run.of_type("TTSAudioRawFrame") == []
 
 
+def _median_pitch_hz(frames: list[Any]) -> float:
+    """The median fundamental frequency of the voiced 40 ms frames of ``frames``' audio
+    (autocorrelation over 70-400 Hz): about 90 Hz for Kokoro's male voice, 220-320 Hz for its
+    female ones."""
+    rate = frames[0].sample_rate
+    x = np.frombuffer(b"".join(f.audio for f in frames), dtype="<i2").astype(np.float32) / 32768.0
+    size, lo, hi = int(0.04 * rate), rate // 400, rate // 70
+    pitches = []
+    for start in range(0, len(x) - size, size // 2):
+        w = x[start : start + size] - x[start : start + size].mean()
+        if np.sqrt(np.mean(w**2)) < 0.02:
+            continue  # a pause
+        ac = np.correlate(w, w, "full")[size - 1 :]
+        lag = lo + int(np.argmax(ac[lo:hi]))
+        if ac[lag] > 0.5 * ac[0]:  # voiced: periodic enough to have a pitch
+            pitches.append(rate / lag)
+    assert len(pitches) >= 10, f"only {len(pitches)} voiced frames in {len(x) / rate:.1f} s of audio"
+    return float(np.median(pitches))
+
+
 async def test_openai_voice_name(edge: RunningEdge, question_pcm: Callable[[str], bytes]) -> None:
+    """The voice Pipecat asks for is the voice heard: ``alloy`` and ``echo`` map to a female and the
+    male Kokoro voice (``CPU_VOICES``), heard as a pitch over 180 Hz and one under 140 Hz; were the
+    name ignored, both answers would be in the region's one default voice."""
     from pipecat.services.openai.realtime import events
 
-    audio = events.AudioConfiguration(output=events.AudioOutput(voice="alloy"))
-    service = pipecat_service(edge.url, edge.api_key, settings=_settings(audio=audio))
-    async with pipecat_run(service) as run:
-        await run.speak(question_pcm(QUESTION))
-        await run.wait_for_frames("LLMFullResponseEndFrame")
-        assert pipecat_errors(run) == []
-        assert _audio_bytes(run.of_type("TTSAudioRawFrame")) > 0
-        assert _text(run.of_type("TTSTextFrame")).strip()
+    assert (CPU_VOICES.aliases["alloy"], CPU_VOICES.aliases["echo"]) == ("jf_alpha", "jm_kumo")
+    pitch: dict[str, float] = {}
+    for voice in ("alloy", "echo"):
+        audio = events.AudioConfiguration(output=events.AudioOutput(voice=voice))
+        service = pipecat_service(edge.url, edge.api_key, settings=_settings(audio=audio))
+        async with pipecat_run(service) as run:
+            await run.speak(question_pcm(QUESTION))
+            await run.wait_for_frames("LLMFullResponseEndFrame")
+            assert pipecat_errors(run) == []
+            assert _text(run.of_type("TTSTextFrame")).strip()
+            pitch[voice] = _median_pitch_hz(run.of_type("TTSAudioRawFrame"))
+    assert pitch["alloy"] > 180.0 and pitch["echo"] < 140.0, pitch

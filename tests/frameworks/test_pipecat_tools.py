@@ -16,13 +16,9 @@ import asyncio
 import contextlib
 from typing import Any
 
-import pytest
-
 from tests.fixtures.edge import RunningEdge
 
 from .conftest import TURN_TIMEOUT_S, Recorder, pipecat_service
-
-pytestmark = pytest.mark.slow
 
 RESULT = {"city": "Paris", "sky": "sunny", "temperature_c": 24}
 

@@ -10,8 +10,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from edge.app.server import drain
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RunningRegion
@@ -20,8 +18,6 @@ from voicemesh.realtime import Reply, Resuming, collect_reply, connect, stream_a
 from wire.audio import FloatAudio
 
 from .conftest import QUESTION, SECOND_QUESTION, TURN_TIMEOUT_S
-
-pytestmark = pytest.mark.slow
 
 KEY = "vm-resume-framework-key"
 

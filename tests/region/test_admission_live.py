@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 
 from tests.fixtures.region import RegionFactory
 from wire.client import RegionConnection, collect_turn
 from wire.turn import TextDelta, TurnAdmitted, TurnDone, TurnQueued, TurnRejected, TurnStart
-
-pytestmark = pytest.mark.slow  # a real region: Whisper, vLLM, Kokoro
 
 LONG = TurnStart(turn_id="a", text="Tell me a long story about the sea.", max_output_tokens=300)
 

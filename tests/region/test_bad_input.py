@@ -18,8 +18,6 @@ from tests.region.helpers import start
 from wire.client import RegionConnection, collect_turn, run_turn, turns_url
 from wire.turn import TurnStart
 
-pytestmark = pytest.mark.slow  # a real region: Whisper, vLLM, Kokoro
-
 
 async def _next_error(ws: ClientConnection) -> dict[str, Any]:
     msg = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))

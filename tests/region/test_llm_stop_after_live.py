@@ -14,8 +14,6 @@ from voicemesh.profiles import cpu_profile
 from wire.errors import LlmRefused
 from wire.turn import TurnStart
 
-pytestmark = pytest.mark.slow
-
 STORY = "Tell me a long story about a lighthouse keeper."
 
 

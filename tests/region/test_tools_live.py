@@ -13,8 +13,6 @@ from region.tools import check_call
 from voicemesh.profiles import cpu_profile
 from wire.turn import Message, NamedTool, TokenUsage, Tool, ToolCall, ToolChoice, TurnStart
 
-pytestmark = pytest.mark.slow
-
 WEATHER = Tool(
     name="get_weather",
     description="Get the current weather for a city.",

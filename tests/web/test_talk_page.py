@@ -11,13 +11,10 @@ import asyncio
 import time
 from typing import Any
 
-import pytest
 from playwright.async_api import Page
 
 from tests.fixtures.edge import RunningEdge
 from tests.web.conftest import docs_screenshot
-
-pytestmark = pytest.mark.slow  # real models / regions / browser
 
 TURN_TIMEOUT_S = 120.0  # Whisper + SmolLM2 + Kokoro on a shared 2-core CPU
 
