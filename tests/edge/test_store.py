@@ -16,8 +16,6 @@ from voicemesh.realtime import client
 from wire.bounded_redis import BoundedRedis
 from wire.turn import Message
 
-pytestmark = pytest.mark.slow  # real models / regions / browser
-
 
 async def test_a_snapshot_written_through_one_edge_is_claimed_through_another(redis_url: str) -> None:
     """The store that really runs: ``SessionSnapshots`` over the Redis store, one client per edge."""
