@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.region import RunningRegion
-from voicemesh.drills.callers import CallerSettings, EdgeTarget
+from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
 from voicemesh.drills.deployment import Deployment
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill

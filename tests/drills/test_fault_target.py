@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from voicemesh.drills.callers import CallerState
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.deployment import Deployment, RegionInfo
 from voicemesh.drills.faults import Undo
 from voicemesh.drills.records import TurnRecord

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from voicemesh.drills.callers import CallerSettings
+from voicemesh.drills.caller_state import CallerSettings
 from voicemesh.drills.deployment import Deployment
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill

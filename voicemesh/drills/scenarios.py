@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from voicemesh.drills.callers import CallerState
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.deployment import Deployment, DeploymentError, RegionInfo, Report
 from voicemesh.drills.edges import EdgeFleet
 from voicemesh.drills.faults import FaultMark, FaultProxy, Undo, hang, resume
@@ -129,7 +129,7 @@ class Scenario:
     callers_over_capacity: int | None = None
     """region-saturated: callers = every region's capacity summed + this (overrides --callers)."""
     tool_callers: int = 0
-    """Callers that call a function every turn (``voicemesh/drills/callers.py``); the report counts
+    """Callers that call a function every turn (``voicemesh/drills/tool_calls.py``); the report counts
     their calls lost and duplicated."""
     edges: int = 0
     """Edge drills: the runner starts this many edges of their own (sharing a Redis, behind a
