@@ -22,9 +22,10 @@ import pytest
 from tests.fixtures.region import RunningRegion
 from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
 from voicemesh.drills.deployment import Deployment
+from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.scenarios import SCENARIOS
 from voicemesh.drills.slo import Slo
 from wire.region_auth import ClientAuth
 

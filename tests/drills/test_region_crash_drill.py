@@ -19,9 +19,10 @@ from pathlib import Path
 
 from voicemesh.drills.caller_state import CallerSettings
 from voicemesh.drills.deployment import Deployment
+from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.scenarios import SCENARIOS
 from voicemesh.drills.slo import Slo
 
 
