@@ -21,7 +21,7 @@ from rich.table import Table
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.cli.infra import infra_up, region_keys_path, registry_path
+from voicemesh.cli.environments import infra_up, region_keys_path, registry_path
 from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
 from voicemesh.drills.console import LiveProgress, load_table, summary_table
 from voicemesh.drills.deployment import Deployment, Report, run_command, voicemesh_bin
