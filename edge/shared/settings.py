@@ -186,7 +186,7 @@ class EdgeSettings:
     default_voice: str = ""
     voices: VoiceTable = field(default_factory=lambda: CPU_VOICES)
     """The voice names sessions may ask for and the region voice of each (``edge/shared/voices.py``): the
-    profile's (``voicemesh/profiles.py``); the default is the ``cpu`` profile's."""
+    profile's (``voicemesh/profiles/``); the default is the ``cpu`` profile's."""
     default_instructions: str = "You are a helpful voice assistant. Answer briefly."
     store_url: str | None = None
     """``redis://...`` keeps sessions and client secrets in Redis (shared by edges); else memory."""

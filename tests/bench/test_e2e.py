@@ -16,7 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from voicemesh.bench.e2e import E2eOptions, run_e2e
+from voicemesh.bench.e2e import run_e2e
+from voicemesh.bench.e2e_inputs import E2eOptions
 from voicemesh.processes import spawn, stop, wait_for_sync
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from voicemesh.bench.e2e import caller_order
+from voicemesh.bench.e2e_inputs import caller_order
 from voicemesh.bench.e2e_report import (
     Sample,
     as_json,

@@ -22,11 +22,12 @@ import pytest
 
 from tests.fixtures.drills import BUSY_MACHINE_SLO
 from tests.fixtures.region import RunningRegion
-from voicemesh.drills.callers import CallerSettings, EdgeTarget
+from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
 from voicemesh.drills.deployment import Deployment
+from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.scenarios import SCENARIOS
 from wire.region_auth import ClientAuth
 
 KEY, ADMIN = "vm-edge-drill-key", "vma-edge-drill-admin"

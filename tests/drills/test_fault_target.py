@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from voicemesh.drills.callers import CallerState
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.deployment import Deployment, RegionInfo
+from voicemesh.drills.drill_context import DrillContext, FaultParams
 from voicemesh.drills.faults import Undo
 from voicemesh.drills.records import TurnRecord
-from voicemesh.drills.scenarios import DrillContext, FaultParams
 
 EU, US = RegionInfo("eu-west", "http://127.0.0.1:1"), RegionInfo("us-east", "http://127.0.0.1:2")
 

@@ -17,11 +17,12 @@ import json
 from pathlib import Path
 
 from tests.fixtures.drills import BUSY_MACHINE_SLO
-from voicemesh.drills.callers import CallerSettings
+from voicemesh.drills.caller_state import CallerSettings
 from voicemesh.drills.deployment import Deployment
+from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_report
 from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.scenarios import SCENARIOS
 
 
 async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tmp_path: Path) -> None:

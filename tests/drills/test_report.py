@@ -9,7 +9,7 @@ import matplotlib.image as mpimg
 import pytest
 from rich.console import Console
 
-from voicemesh.drills.callers import CallerState
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.console import progress_line, summary_table
 from voicemesh.drills.faults import FaultMark
 from voicemesh.drills.records import TurnRecord

@@ -1,10 +1,11 @@
-"""The drill's count of function calls lost and duplicated (``voicemesh/drills/callers.py``), on
+"""The drill's count of function calls lost and duplicated (``voicemesh/drills/tool_calls.py``), on
 hand-made turn records: what each kind of turn counts as, and the SLO verdicts (zero of each)."""
 
 from __future__ import annotations
 
-from voicemesh.drills.callers import CallerState, tool_call_counts, tool_call_verdicts
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.records import TurnRecord
+from voicemesh.drills.tool_calls import tool_call_counts, tool_call_verdicts
 
 
 def turn(caller: int, n: int, *, status: str = "completed", degraded: bool = False) -> TurnRecord:

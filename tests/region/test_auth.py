@@ -39,7 +39,7 @@ from router.prober import HealthProber
 from router.registry import RegionRecord, Registry
 from router.settings import RouterSettings
 from tests.fixtures.common import free_port
-from voicemesh.cli.infra import rotate_key as rotate_key_command
+from voicemesh.cli.infra_keys import rotate_key as rotate_key_command
 from wire.client import RegionConnection, run_turn
 from wire.errors import RegionUnavailable
 from wire.region_auth import AUDIENCE, ClientAuth, TokenSigner, TokenVerifier, client_ssl_context

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge.shared.settings import EdgeSettings
-from voicemesh.bench.edge import EdgeProcess, Report, stream_into
+from voicemesh.bench.edge_process import EdgeProcess, Report
+from voicemesh.bench.edge_streams import stream_into
 
 
 @dataclass

@@ -27,7 +27,7 @@ from edge.shared.state import TurnDetection
 from region.cancel import CancelToken
 from region.settings import SttSettings
 from region.stt import Transcriber
-from voicemesh.bench.e2e import make_utterances
+from voicemesh.bench.e2e_inputs import make_utterances
 from voicemesh.bench.e2e_report import word_errors
 from wire.audio import CLIENT_RATE, STT_RATE, float_to_pcm16, pcm16_to_float, resample
 

@@ -23,7 +23,7 @@ from edge.audio.vad import VadBatcher
 from region.cancel import CancelToken
 from region.settings import SttSettings
 from region.stt import Transcriber
-from voicemesh.bench.e2e import PAD_S
+from voicemesh.bench.e2e_inputs import PAD_S
 from voicemesh.bench.e2e_report import word_errors
 from voicemesh.bench.stt_cuts import committed_turn, shifted
 from voicemesh.speech import espeak

@@ -54,7 +54,8 @@ def bench_e2e(
     json_out: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """End of the caller's speech to first audio: voicemesh (edge, openai SDK) vs stock Pipecat."""
-    from voicemesh.bench.e2e import E2eOptions, run_e2e
+    from voicemesh.bench.e2e import run_e2e
+    from voicemesh.bench.e2e_inputs import E2eOptions
     from voicemesh.profiles import load_profile
 
     try:

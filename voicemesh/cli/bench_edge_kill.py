@@ -31,7 +31,7 @@ def _fmt(value: float | None) -> str:
 def edge_kill(runs: int, kill_after_s: float, reconnect_delay_s: float | None, json_out: Path | None) -> None:
     """Kill the edge serving an answer (SIGKILL), RUNS times; print the silence the caller heard."""
     from voicemesh.cli.deploy import ENV, admin_key, api_key
-    from voicemesh.cli.infra import environment
+    from voicemesh.cli.environments import environment
     from voicemesh.drills.speech import synthesise
 
     deployment = environment(ENV, progress).deployment()

@@ -26,7 +26,7 @@ import click
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, fail, progress, run_until_signal
-from voicemesh.cli.infra import environment, infra_down, infra_up, voicemesh_executable
+from voicemesh.cli.environments import environment, infra_down, infra_up, voicemesh_executable
 from voicemesh.cli.interrupts import Interrupted, interruptible
 from voicemesh.processes import TAG_ENV, Entry, Ledger, members, spawn
 from wire.errors import VoicemeshError

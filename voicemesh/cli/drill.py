@@ -21,13 +21,14 @@ from rich.table import Table
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.cli.infra import infra_up, region_keys_path, registry_path
-from voicemesh.drills.callers import CallerSettings, EdgeTarget
+from voicemesh.cli.environments import infra_up, region_keys_path, registry_path
+from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
 from voicemesh.drills.console import LiveProgress, load_table, summary_table
 from voicemesh.drills.deployment import Deployment, Report, run_command, voicemesh_bin
+from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_load_report, write_report
 from voicemesh.drills.runner import DrillResult, run_drill, run_load
-from voicemesh.drills.scenarios import SCENARIOS, FaultParams
+from voicemesh.drills.scenarios import SCENARIOS
 from voicemesh.drills.slo import Slo, missed
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth

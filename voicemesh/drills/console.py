@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from voicemesh.drills.callers import CallerState
+from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.faults import FaultMark
 from voicemesh.drills.report import fmt_s
 from voicemesh.drills.runner import DrillResult, LoadStep

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from voicemesh.drills.callers import EdgeTarget
+from voicemesh.drills.caller_state import EdgeTarget
 from voicemesh.drills.edges import EdgeFleet
 from voicemesh.drills.faults import FaultProxy, Undo
 from voicemesh.processes import ProcessStartError, listening_pid, read_pid, stop_async, wait_healthy

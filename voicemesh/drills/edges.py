@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from voicemesh.drills.callers import EdgeTarget
+from voicemesh.drills.caller_state import EdgeTarget
 from voicemesh.drills.frontdoor import FrontDoor
 from voicemesh.processes import free_port, kill_tree, spawn, stop_async, wait_for, wait_healthy
 from wire.errors import VoicemeshError

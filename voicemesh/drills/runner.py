@@ -15,19 +15,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from voicemesh.drills.callers import (
-    CallerSettings,
-    CallerState,
-    resume_verdicts,
-    run_callers,
-    tool_call_verdicts,
-)
+from voicemesh.drills.caller_state import CallerSettings, CallerState
+from voicemesh.drills.callers import run_callers
 from voicemesh.drills.deployment import Deployment, Report
+from voicemesh.drills.drill_context import DrillContext, FaultParams
 from voicemesh.drills.faults import FaultMark, Undo
 from voicemesh.drills.records import Clock, TurnRecord
-from voicemesh.drills.scenarios import DrillContext, FaultParams, Scenario
+from voicemesh.drills.resume_check import resume_verdicts
+from voicemesh.drills.scenarios import Scenario
 from voicemesh.drills.slo import Slo, Verdict, evaluate, hit_by_fault, percentile
 from voicemesh.drills.speech import Utterance, corpus
+from voicemesh.drills.tool_calls import tool_call_verdicts
 
 
 @dataclass
