@@ -35,6 +35,7 @@ from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
 from litestar.connection import ASGIConnection, WebSocket
+from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
@@ -45,7 +46,6 @@ from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page 
 from edge.realtime.session_snapshot import SessionNotFound, SessionSnapshot
 from edge.shared.limits import RateLimited, TooManySessions
 from edge.shared.metrics import CONTENT_TYPE, render
-from edge.shared.provided import Provided
 from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
 from edge.speech.batch_routes import BatchNotFound, BatchStoreUnavailable, batch_route_handlers  # issue 16c
 from edge.speech.batch_worker import BatchWorker
@@ -152,7 +152,7 @@ async def _deny(socket: WebSocket[Any, Any, Any], exc: ProtocolError, retry_afte
 
 
 @websocket("/v1/realtime")
-async def realtime(socket: WebSocket[Any, Any, Any], services: Provided[EdgeServices]) -> None:
+async def realtime(socket: WebSocket[Any, Any, Any], services: SkipValidation[EdgeServices]) -> None:
     retry_after_s = services.settings.resume.retry_after_s
     subprotocols: list[str] = list(socket.scope.get("subprotocols") or [])
     try:
@@ -195,7 +195,9 @@ async def _claim(
 
 
 @post("/v1/realtime/client_secrets", status_code=200)
-async def client_secrets(request: Request[Any, Any, Any], services: Provided[EdgeServices]) -> dict[str, Any]:
+async def client_secrets(
+    request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]
+) -> dict[str, Any]:
     """OpenAI's body (``expires_after``, ``session``) plus ``voicemesh.single_use`` (a secret good
     for one handshake). Minting has its own rate bucket per key, apart from connects."""
     principal = await _authenticate(services, request, [])
@@ -215,7 +217,7 @@ async def client_secrets(request: Request[Any, Any, Any], services: Provided[Edg
 
 
 @get("/status")
-async def status(request: Request[Any, Any, Any], services: Provided[EdgeServices]) -> dict[str, Any]:
+async def status(request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]) -> dict[str, Any]:
     """Operations data: admin scope only (a browser's client secret never has it)."""
     (await _authenticate(services, request, [])).require(ADMIN)
     return {
@@ -233,7 +235,7 @@ async def status(request: Request[Any, Any, Any], services: Provided[EdgeService
 
 
 @get("/health")
-async def health(services: Provided[EdgeServices]) -> HttpResponse[dict[str, str]]:
+async def health(services: SkipValidation[EdgeServices]) -> HttpResponse[dict[str, str]]:
     """``draining`` (503) once SIGTERM arrived: load balancers stop sending new clients here."""
     if services.draining:
         headers = {"retry-after": str(services.settings.resume.retry_after_s)}

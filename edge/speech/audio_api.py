@@ -19,11 +19,11 @@ from typing import Any
 from litestar import Request, get, post
 from litestar.connection import ASGIConnection
 from litestar.handlers import HTTPRouteHandler
+from litestar.params import SkipValidation
 from litestar.response import Response, Stream
 from prometheus_client import Counter
 
 from edge.shared.limits import estimate_tokens
-from edge.shared.provided import Provided
 from edge.speech.audio_encoding import SPEECH_FORMATS, speech_encoder
 from edge.speech.speech_booking import book_cache_hit, speech_booking
 from edge.speech.speech_cache import CachedSpeech
@@ -98,7 +98,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         return principal
 
     @post("/v1/audio/speech", status_code=200)
-    async def speech(request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]) -> Stream:
+    async def speech(request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]) -> Stream:
         deps = speech_deps
         try:
             principal = await admitted(request, deps)
@@ -169,7 +169,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @post("/v1/audio/transcriptions", status_code=200, request_max_body_size=MAX_UPLOAD_BYTES + 65_536)
     async def transcriptions(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
     ) -> Response[Any]:
         try:
             response = await transcribe(request, speech_deps, await admitted(request, speech_deps))
@@ -180,7 +180,9 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         return response
 
     @get("/v1/models")
-    async def models(request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]) -> dict[str, Any]:
+    async def models(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
+    ) -> dict[str, Any]:
         await authenticate(request, [])
         served = {"realtime": "voicemesh", **speech_deps.settings.models}
         data = [

@@ -19,11 +19,10 @@ from typing import Any
 
 from litestar import Request, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 from litestar.response import Response
 from redis.exceptions import RedisError
 
-from edge.shared.provided import Provided
 from edge.speech.audio_api import Authenticate
 from edge.speech.audio_encoding import SPEECH_FORMATS
 from edge.speech.speech_batches import job_view, make_job, parse_body, view_of
@@ -76,7 +75,7 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @post("/v1/speech/batches", status_code=201, request_max_body_size=MAX_BODY_BYTES)
     async def create_batch(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
     ) -> dict[str, Any]:
         async with _store_calls():
             store, principal = await caller(request, speech_deps)
@@ -94,7 +93,7 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @get("/v1/speech/batches")
     async def list_batches(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
     ) -> dict[str, Any]:
         async with _store_calls():
             store, principal = await caller(request, speech_deps)
@@ -109,7 +108,7 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @get("/v1/speech/batches/{job_id:str}")
     async def get_batch(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps], job_id: FromPath[str]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], job_id: FromPath[str]
     ) -> dict[str, Any]:
         async with _store_calls():
             store, principal = await caller(request, speech_deps)
@@ -118,7 +117,7 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
     @get("/v1/speech/batches/{job_id:str}/items/{index:int}/content")
     async def item_content(
         request: Request[Any, Any, Any],
-        speech_deps: Provided[SpeechDeps],
+        speech_deps: SkipValidation[SpeechDeps],
         job_id: FromPath[str],
         index: FromPath[int],
     ) -> Response[bytes]:
@@ -133,7 +132,7 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @post("/v1/speech/batches/{job_id:str}/cancel", status_code=200)
     async def cancel_batch(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps], job_id: FromPath[str]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], job_id: FromPath[str]
     ) -> dict[str, Any]:
         async with _store_calls():
             store, principal = await caller(request, speech_deps)

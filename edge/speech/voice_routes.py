@@ -16,9 +16,8 @@ from typing import Any
 
 from litestar import Request, delete, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.shared.provided import Provided
 from edge.speech.audio_api import Authenticate
 from edge.speech.custom_voices import VoiceLibrary
 from edge.speech.speech_deps import SpeechDeps
@@ -31,7 +30,7 @@ def voice_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @post("/v1/voices", status_code=201)
     async def create_voice(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
     ) -> dict[str, Any]:
         library, principal = await caller(request, speech_deps)
         await speech_deps.limits.check_rate(principal.key_id, principal.policy)  # a write: the key's bucket
@@ -39,21 +38,21 @@ def voice_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @get("/v1/voices")
     async def list_voices(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
     ) -> dict[str, Any]:
         library, principal = await caller(request, speech_deps)
         return {"object": "list", "data": [r.public() for r in await library.visible(principal)]}
 
     @get("/v1/voices/{voice_id:str}")
     async def get_voice(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps], voice_id: FromPath[str]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], voice_id: FromPath[str]
     ) -> dict[str, Any]:
         library, principal = await caller(request, speech_deps)
         return (await library.get(voice_id, principal)).public()
 
     @delete("/v1/voices/{voice_id:str}", status_code=200)
     async def delete_voice(
-        request: Request[Any, Any, Any], speech_deps: Provided[SpeechDeps], voice_id: FromPath[str]
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], voice_id: FromPath[str]
     ) -> dict[str, Any]:
         library, principal = await caller(request, speech_deps)
         record = await library.delete(voice_id, principal)

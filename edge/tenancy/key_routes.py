@@ -18,9 +18,8 @@ from typing import Any
 
 from litestar import Request, delete, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.shared.provided import Provided
 from edge.tenancy.auth import ADMIN, Authenticator, bearer_token
 from edge.tenancy.keys import KeyRing
 
@@ -34,7 +33,7 @@ async def _admin_keys(request: Request[Any, Any, Any], auth: Authenticator) -> K
 
 @post("/v1/keys", status_code=201)
 async def create_key(
-    request: Request[Any, Any, Any], authenticator: Provided[Authenticator]
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator]
 ) -> dict[str, Any]:
     keys = await _admin_keys(request, authenticator)
     record, secret = await keys.create(await request.body())
@@ -43,7 +42,7 @@ async def create_key(
 
 @get("/v1/keys")
 async def list_keys(
-    request: Request[Any, Any, Any], authenticator: Provided[Authenticator]
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator]
 ) -> dict[str, Any]:
     keys = await _admin_keys(request, authenticator)
     return {"object": "list", "data": [r.public() for r in await keys.all()]}
@@ -51,7 +50,7 @@ async def list_keys(
 
 @get("/v1/keys/{key_id:str}")
 async def get_key(
-    request: Request[Any, Any, Any], authenticator: Provided[Authenticator], key_id: FromPath[str]
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
 ) -> dict[str, Any]:
     keys = await _admin_keys(request, authenticator)
     return (await keys.get(key_id)).public()
@@ -59,7 +58,7 @@ async def get_key(
 
 @post("/v1/keys/{key_id:str}/rotate", status_code=200)
 async def rotate_key(
-    request: Request[Any, Any, Any], authenticator: Provided[Authenticator], key_id: FromPath[str]
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
 ) -> dict[str, Any]:
     keys = await _admin_keys(request, authenticator)
     record, secret = await keys.rotate(key_id, await request.body())
@@ -68,7 +67,7 @@ async def rotate_key(
 
 @delete("/v1/keys/{key_id:str}", status_code=200)
 async def revoke_key(
-    request: Request[Any, Any, Any], authenticator: Provided[Authenticator], key_id: FromPath[str]
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
 ) -> dict[str, Any]:
     keys = await _admin_keys(request, authenticator)
     return (await keys.revoke(key_id)).public()

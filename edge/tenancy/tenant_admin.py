@@ -16,9 +16,8 @@ import msgspec
 from litestar import Request, get
 from litestar.connection import ASGIConnection
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.shared.provided import Provided
 from edge.tenancy.accounting import AUDIT_CAP, Accounting
 from edge.tenancy.auth import ADMIN, Principal
 from wire.errors import ProtocolError
@@ -56,7 +55,7 @@ def tenant_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @get("/v1/keys/{key_id:str}/audit")
     async def key_audit(
-        request: Request[Any, Any, Any], accounting: Provided[Accounting], key_id: FromPath[str]
+        request: Request[Any, Any, Any], accounting: SkipValidation[Accounting], key_id: FromPath[str]
     ) -> dict[str, Any]:
         await admin(request)
         limit = _limit(request.query_params.get("limit"))
@@ -65,7 +64,7 @@ def tenant_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
 
     @get("/v1/keys/{key_id:str}/usage")
     async def key_usage(
-        request: Request[Any, Any, Any], accounting: Provided[Accounting], key_id: FromPath[str]
+        request: Request[Any, Any, Any], accounting: SkipValidation[Accounting], key_id: FromPath[str]
     ) -> dict[str, Any]:
         await admin(request)
         return {"key_id": key_id, "usage": await accounting.usage.totals(_key_id(key_id))}
