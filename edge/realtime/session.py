@@ -1,9 +1,11 @@
 """One Realtime session: each client event read, checked and handed to the part of the session
 that owns it; a bad event is answered with an ``error`` event and the session carries on.
 
-The parts: ``session_update`` (settings), ``input_turns`` (input audio, VAD, commits),
-``conversation`` (items and history) and ``response_lifecycle`` (the response in progress).
-Only this session's tasks are touched.
+The parts: ``client_events`` (each event to the part that owns it), ``session_update``
+(settings), ``input_turns`` and ``vad_turns`` (input audio, VAD, commits, what a turn's end
+starts), ``conversation`` (items and history) and ``response_lifecycle`` (the response in
+progress), each given only what it uses of the edge (``session_deps``). Only this session's tasks
+are touched.
 """
 
 from __future__ import annotations
