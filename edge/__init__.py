@@ -3,19 +3,19 @@
 Packages, one concern each, from the top of the layering down (``docs/architecture.md``; the rules
 are import-linter contracts in ``pyproject.toml``, checked by ``make lint``):
 
-* ``edge.app``: the process: ``services.EdgeServices`` wires everything (the composition root),
+* ``app``: the process: ``services.EdgeServices`` wires everything (the composition root),
   ``asgi.create_app`` is the Litestar surface, ``server.serve_edge`` runs it under uvicorn.
-* ``edge.realtime``: one Realtime session (client events, settings, conversation, input turns, its
+* ``realtime``: one Realtime session (client events, settings, conversation, input turns, its
   response slot, transcription, resume).
-* ``edge.speech``: the audio API (speech, transcriptions), the speech cache, batches and webhooks,
+* ``speech``: the audio API (speech, transcriptions), the speech cache, batches and webhooks,
   custom voices.
-* ``edge.responses``: one assistant response: the router's events relayed, audio paced like
+* ``responses``: one assistant response: the router's events relayed, audio paced like
   playback, Realtime events framed, the edge's own voice when no region answers.
-* ``edge.turns``: a turn through the router and what the caller heard of it.
-* ``edge.audio``: input audio, VAD (batched Silero), turn detection; the edge's voice (Piper).
-* ``edge.tenancy``: credentials, keys, per-key limits, residency, audit and usage.
-* ``edge.stores``: what outlives a request, in memory or in the shared Redis.
-* ``edge.shared``: settings, bounds, the Realtime event codec, the models' Protocols, metrics.
+* ``turns``: a turn through the router and what the caller heard of it.
+* ``audio``: input audio, VAD (batched Silero), turn detection; the edge's voice (Piper).
+* ``tenancy``: credentials, keys, per-key limits, residency, audit and usage.
+* ``stores``: what outlives a request, in memory or in the shared Redis.
+* ``shared``: settings, bounds, the Realtime event codec, the models' Protocols, metrics.
 
 ``edge.testing`` drives a real session with client event JSON and in-memory stand-ins.
 

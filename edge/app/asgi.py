@@ -27,7 +27,7 @@ narrows the key's residency for the session (403 outside it: ``edge/tenancy/sess
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import json
 import logging
 import secrets
@@ -35,22 +35,17 @@ from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
 from litestar.connection import ASGIConnection, WebSocket
-from litestar.exceptions import WebSocketDisconnect
+from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
-from edge.app.direct_ws import attach_direct
+from edge.app.dependencies import route_dependencies
+from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
-from edge.realtime.client_frames import ClientFrames
-from edge.realtime.key_session import KeySession
-from edge.realtime.session import RealtimeSession
 from edge.realtime.session_snapshot import SessionSnapshot
-from edge.realtime.session_update import initial_state
-from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, SessionExpired, SessionIdle, edge_error
-from edge.shared.events import error_event
-from edge.shared.metrics import CONTENT_TYPE, SESSIONS_OPEN, render
-from edge.shared.state import SessionState
+from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, edge_error
+from edge.shared.metrics import CONTENT_TYPE, render
 from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
 from edge.speech.batch_routes import batch_route_handlers  # issue 16c
 from edge.speech.batch_worker import BatchWorker
@@ -63,7 +58,7 @@ from edge.tenancy.auth import (
 )
 from edge.tenancy.client_secrets import MintRequest
 from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
-from edge.tenancy.session_tenancy import SessionTenancy, narrow
+from edge.tenancy.session_tenancy import narrow
 from edge.tenancy.shared_limits import Slot
 from edge.tenancy.tenant_admin import tenant_route_handlers
 from wire.errors import VoicemeshError
@@ -71,13 +66,9 @@ from wire.errors import VoicemeshError
 log = logging.getLogger("voicemesh.edge")
 
 
-def _services(conn: ASGIConnection[Any, Any, Any, Any]) -> EdgeServices:
-    services: EdgeServices = conn.app.state.services
-    return services
-
-
-async def _authenticate(conn: ASGIConnection[Any, Any, Any, Any], subprotocols: list[str]) -> Principal:
-    services = _services(conn)
+async def _authenticate(
+    services: EdgeServices, conn: ASGIConnection[Any, Any, Any, Any], subprotocols: list[str]
+) -> Principal:
     try:
         # Credentials may be looked up in Redis: bounded there too, this bounds the whole check.
         async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
@@ -86,23 +77,24 @@ async def _authenticate(conn: ASGIConnection[Any, Any, Any, Any], subprotocols: 
         raise HandshakeTimeout("checking the credentials took too long: try again") from exc
 
 
-async def _admit(socket: WebSocket[Any, Any, Any], subprotocols: list[str]) -> tuple[Principal, Slot]:
+async def _admit(
+    services: EdgeServices, socket: WebSocket[Any, Any, Any], subprotocols: list[str]
+) -> tuple[Principal, Slot]:
     """Who is connecting, within their key's connect rate and session cap (a slot is taken; both
     counted across edges, ``edge/tenancy/shared_limits.py``)."""
-    services = _services(socket)
-    principal = await _authenticate(socket, subprotocols)
+    principal = await _authenticate(services, socket, subprotocols)
     await services.limits.check_rate(principal.key_id, principal.policy)
     return principal, await services.limits.acquire(principal.key_id, principal.policy)
 
 
-async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError) -> None:
+async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_after_s: int) -> None:
     exc = edge_error(refusal)
     body = json.dumps(exc.http_body()).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if isinstance(exc, Draining):
-            headers.append((b"retry-after", str(_services(socket).settings.resume.retry_after_s).encode()))
+            headers.append((b"retry-after", str(retry_after_s).encode()))
         start: WebSocketResponseStartEvent = {
             "type": "websocket.http.response.start",
             "status": exc.status,
@@ -115,29 +107,29 @@ async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError) -> No
 
 
 @websocket("/v1/realtime")
-async def realtime(socket: WebSocket[Any, Any, Any]) -> None:
-    services = _services(socket)
+async def realtime(socket: WebSocket[Any, Any, Any], services: SkipValidation[EdgeServices]) -> None:
+    retry_after_s = services.settings.resume.retry_after_s
     subprotocols: list[str] = list(socket.scope.get("subprotocols") or [])
     try:
         if services.draining:
             raise Draining("this edge is shutting down: connect again (resume with session_id)")
-        principal, slot = await _admit(socket, subprotocols)
+        principal, slot = await _admit(services, socket, subprotocols)
     except VoicemeshError as exc:  # the client's fault or the edge's: answered by its class
-        await _deny(socket, exc)
+        await _deny(socket, exc, retry_after_s)
         return
     try:
         lease, resumed = await _claim(socket, services, principal)
-        state = _session_state(socket, services, principal, resumed)
+        state = session_state(socket, services, principal, resumed)
     except VoicemeshError as exc:
         await services.limits.release(slot)
-        await _deny(socket, exc)
+        await _deny(socket, exc, retry_after_s)
         return
     try:
         # Browsers offer ("realtime", "openai-insecure-api-key.KEY"): answer with the first one that
         # is not the key, as OpenAI does.
         chosen = next((p for p in subprotocols if not p.startswith(KEY_SUBPROTOCOL)), None)
         await socket.accept(subprotocols=chosen)
-        await _serve(socket, services, state, lease, resumed, principal)
+        await serve(socket, services, state, lease, resumed, principal)
     finally:
         await services.limits.release(slot)
 
@@ -157,90 +149,13 @@ async def _claim(
         raise HandshakeTimeout("loading the session took too long: try again") from exc
 
 
-def _session_state(
-    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal,
-    resumed: SessionSnapshot | None,
-) -> SessionState:  # fmt: skip
-    """The new or resumed session's state, in its key's residency narrowed by ``?residency=`` (and
-    by the resumed session's own): ``ResidencyNotAllowed`` (403) outside the key's."""
-    requested = socket.query_params.get("residency")
-    tenancy = SessionTenancy.of(
-        principal.policy,
-        requested,
-        minted=principal.residency,
-        resumed=None if resumed is None else resumed.state,
-    )
-    if resumed is not None:
-        state = resumed.state
-    else:
-        model = socket.query_params.get("model", "")
-        state = initial_state(
-            services.settings, key_id=principal.key_id, model=model, voices=principal.policy.voices
-        )
-    tenancy.apply(state)
-    return state
-
-
-async def _serve(
-    socket: WebSocket[Any, Any, Any], services: EdgeServices, state: SessionState, lease: str,
-    resumed: SessionSnapshot | None, principal: Principal,
-) -> None:  # fmt: skip
-    settings = services.settings
-    lock = asyncio.Lock()
-
-    async def send(text: str) -> None:
-        async with lock:  # the session, its response and its player all write to one socket
-            try:
-                await socket.send_text(text)
-            except WebSocketDisconnect as exc:
-                raise ConnectionError("the client went away") from exc
-
-    async def close(code: int, reason: str) -> None:
-        await socket.close(code=code, reason=reason)
-
-    keyed = KeySession(services.limits, principal, send)  # rate_limits.updated; revocation
-    session = RealtimeSession(services, state, send, close, lease=lease, policy=principal.policy, hooks=keyed)
-
-    async def revoked(code: str) -> None:
-        session.ended = code
-        await close(1008, code)  # policy violation: not to be retried with the same key
-
-    keyed.end_when_revoked(services.auth.keys.watch, revoked)
-    frames = ClientFrames(
-        socket.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
-        handle_now=session.handle_now,
-    )  # fmt: skip
-    services.open_sessions += 1
-    SESSIONS_OPEN.inc()
-    detach = attach_direct(socket.scope, frames.direct)
-    try:
-        await session.open(resumed)
-        async for raw in frames:
-            if session.ended is not None:
-                break  # taken over or drained: the socket is closed, late frames are not served
-            await session.handle(raw)
-    except (SessionIdle, SessionExpired) as exc:
-        with contextlib.suppress(Exception):
-            await send(error_event(exc))
-        await session.close()  # before the close frame: the client may reconnect the moment it reads it
-        with contextlib.suppress(Exception):
-            await socket.close(code=1000, reason=exc.code)
-    except (WebSocketDisconnect, ConnectionError):
-        pass
-    finally:
-        detach()
-        services.open_sessions -= 1
-        SESSIONS_OPEN.dec()
-        await keyed.aclose()
-        await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
-
-
 @post("/v1/realtime/client_secrets", status_code=200)
-async def client_secrets(request: Request[Any, Any, Any]) -> dict[str, Any]:
+async def client_secrets(
+    request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]
+) -> dict[str, Any]:
     """OpenAI's body (``expires_after``, ``session``) plus ``voicemesh.single_use`` (a secret good
     for one handshake). Minting has its own rate bucket per key, apart from connects."""
-    services = _services(request)
-    principal = await _authenticate(request, [])
+    principal = await _authenticate(services, request, [])
     if principal.via == "client_secret":
         raise Forbidden("client secrets cannot mint client secrets: use an API key")
     services.mint_limits.check_rate(principal.key_id)
@@ -257,10 +172,9 @@ async def client_secrets(request: Request[Any, Any, Any]) -> dict[str, Any]:
 
 
 @get("/status")
-async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
+async def status(request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]) -> dict[str, Any]:
     """Operations data: admin scope only (a browser's client secret never has it)."""
-    services = _services(request)
-    (await _authenticate(request, [])).require(ADMIN)
+    (await _authenticate(services, request, [])).require(ADMIN)
     return {
         "edge": {
             "open_sessions": services.open_sessions,
@@ -276,9 +190,8 @@ async def status(request: Request[Any, Any, Any]) -> dict[str, Any]:
 
 
 @get("/health")
-async def health(request: Request[Any, Any, Any]) -> HttpResponse[dict[str, str]]:
+async def health(services: SkipValidation[EdgeServices]) -> HttpResponse[dict[str, str]]:
     """``draining`` (503) once SIGTERM arrived: load balancers stop sending new clients here."""
-    services = _services(request)
     if services.draining:
         headers = {"retry-after": str(services.settings.resume.retry_after_s)}
         return HttpResponse({"status": "draining"}, status_code=503, headers=headers)
@@ -297,15 +210,17 @@ def _error_response(_: Request[Any, Any, Any], exc: VoicemeshError) -> HttpRespo
 
 
 def create_app(services: EdgeServices) -> Litestar:
-    worker = BatchWorker(services, services.batches) if services.batches is not None else None
+    worker = None
+    if services.batches is not None:
+        worker = BatchWorker(services.speech_deps(), services.batches, draining=lambda: services.draining)
+    authenticate = functools.partial(_authenticate, services)
 
-    async def startup(app: Litestar) -> None:
-        app.state.services = services
+    async def startup(_: Litestar) -> None:
         await services.start()
         if worker is not None:
             worker.start()
 
-    async def shutdown(app: Litestar) -> None:
+    async def shutdown(_: Litestar) -> None:
         if worker is not None:
             await worker.stop()  # its claims go back to the queue: another edge takes them on
         await services.aclose()
@@ -319,11 +234,12 @@ def create_app(services: EdgeServices) -> Litestar:
             metrics,
             *web_route_handlers(),  # issue 7
             *key_route_handlers(),  # issue 17a: /v1/keys
-            *tenant_route_handlers(_authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
-            *audio_route_handlers(_authenticate),  # issue 16a: speech, transcriptions, models
-            *voice_route_handlers(_authenticate),  # issue 16b: custom voices
-            *batch_route_handlers(_authenticate),  # issue 16c: speech batches
+            *tenant_route_handlers(authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
+            *audio_route_handlers(authenticate),  # issue 16a: speech, transcriptions, models
+            *voice_route_handlers(authenticate),  # issue 16b: custom voices
+            *batch_route_handlers(authenticate),  # issue 16c: speech batches
         ],
+        dependencies=route_dependencies(services),
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field, replace
 
 from edge.audio.fallback_voice import FallbackVoice
 from edge.audio.vad import VadBatcher
+from edge.realtime.session_deps import SessionDeps
 from edge.realtime.session_snapshot import SessionSnapshots
 from edge.shared.limits import KeyLimits
 from edge.shared.protocols import FallbackSpeaker, Vad
 from edge.shared.settings import EdgeSettings
 from edge.speech.custom_voices import VoiceLibrary, open_voice_store
 from edge.speech.speech_cache import SpeechCache
+from edge.speech.speech_deps import SpeechDeps
 from edge.stores.base import EdgeStore
 from edge.stores.memory import LocalStore
 from edge.stores.redis.batches import BatchStore
@@ -116,6 +118,22 @@ class EdgeServices:
             redis=redis,
             batches=None if redis is None else BatchStore(redis, ttl_s=settings.batches.result_ttl_s),
         )
+
+    def session_deps(self) -> SessionDeps:
+        """What one Realtime session uses (``edge/realtime/session_deps.py``)."""
+        return SessionDeps(
+            settings=self.settings, router=self.router, vad=self.vad, fallback=self.fallback,
+            snapshots=self.sessions, voices=self.voice_library, accounting=self.accounting,
+            relay_times=self.relay_times,
+        )  # fmt: skip
+
+    def speech_deps(self) -> SpeechDeps:
+        """What the speech service uses (``edge/speech/speech_deps.py``)."""
+        return SpeechDeps(
+            settings=self.settings, router=self.router, fallback=self.fallback, limits=self.limits,
+            voices=self.voice_library, cache=self.speech_cache, accounting=self.accounting,
+            batches=self.batches,
+        )  # fmt: skip
 
     async def start(self) -> None:
         # Piper takes ~2 s to load: do it now, not during the first degraded turn.

@@ -1,11 +1,12 @@
 """A session's client frames, read from its socket within the session's time limits.
 
 Frames come two ways. Through the ASGI receive (``ClientFrames`` iterated), one at a time, each
-handled whole before the next is read. And, where the server runs ``edge.app.direct_ws.DirectWebSocket``,
-straight from the transport's callback (``direct``): a frame that arrives while the session waits
-for one, with nothing queued before it, is offered to the session's ``handle_now``, which buffers a
-plain append on the spot (25 frames a second per stream: the edge's hot path) and refuses anything
-else, which then goes the first way. Either way frames are handled in the order the client sent them.
+handled whole before the next is read. And, where the server runs ``DirectWebSocket`` (the app
+package's ``direct_ws.py``), straight from the transport's callback (``direct``): a frame that
+arrives while the session waits for one, with nothing queued before it, is offered to the session's
+``handle_now``, which buffers a plain append on the spot (25 frames a second per stream: the edge's
+hot path) and refuses anything else, which then goes the first way. Either way frames are handled in
+the order the client sent them.
 
 No timeout per receive (that cost ~3.5 % of the edge's CPU at 25 appends a second per stream,
 docs/benchmarks.md "Append hot path"): one timer per session wakes once per idle period, looks at

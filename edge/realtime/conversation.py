@@ -22,91 +22,21 @@ Error codes are the OpenAI API's, where clients match on them (Pipecat:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from openai.types.realtime import ConversationItemCreateEvent, ConversationItemTruncateEvent
 
 from edge.audio.turn_audio import TurnAudio
+from edge.realtime.conversation_items import Item, UserTurn, as_messages
+from edge.realtime.item_create import client_item
 from edge.responses.playback import AudioTimeline
-from edge.responses.response_tools import MAX_TOOL_NAME_CHARS, call_item
 from edge.shared.errors import InvalidParam
-from edge.shared.events import Send, new_id, server_event
-from edge.shared.limits import check_text, fit_history
+from edge.shared.events import Send, server_event
+from edge.shared.limits import fit_history
 from edge.shared.settings import ContentLimits
 from edge.shared.state import SessionState
 from wire.errors import BadEvent
-from wire.turn import Message, ToolCall
-
-ItemStatus = Literal["completed", "incomplete", "in_progress"]
-ItemType = Literal["message", "function_call", "function_call_output"]
-
-
-@dataclass(frozen=True, slots=True)
-class UserTurn:
-    """What one response answers."""
-
-    history: list[Message]
-    """The conversation before this turn."""
-    audio_item_id: str | None = None
-    """The committed audio item (its transcript arrives during the response)."""
-    audio: bytes = b""
-    """16 kHz PCM16 of that item."""
-    text: str | None = None
-    """The user's message, when the turn is text only."""
-    transcript: str | None = None
-    """The audio's transcript, when input transcription already made it (the region skips STT)."""
-
-
-@dataclass(eq=False)
-class Item:
-    """One conversation item (a ``message``, ``function_call`` or ``function_call_output``) and what
-    the model sees of it."""
-
-    id: str
-    role: Literal["user", "assistant"]
-    content: list[dict[str, Any]]
-    """The API's content parts as clients see them."""
-    text: str | None
-    """Its text, or its audio's transcript; ``None`` while not known (not in history then)."""
-    status: ItemStatus = "completed"
-    pending: bool = False
-    """User input that no response has taken yet."""
-    audio: AudioTimeline | None = None
-    """An assistant item's audio as sent: what a truncation cuts."""
-    type: ItemType = "message"
-    call: ToolCall | None = None
-    """A ``function_call`` item's call (its ``id`` is the ``call_id``), or the call a
-    ``function_call_output`` answers (whose ``text`` is the output)."""
-
-    def body(self) -> dict[str, Any]:
-        """The ``realtime.item`` object (without audio bytes: the edge does not keep them)."""
-        call = self.call
-        if self.type == "function_call" and call is not None:
-            return call_item(self.id, call.id, call.name, call.arguments, self.status)
-        if self.type == "function_call_output" and call is not None:
-            return {
-                "id": self.id,
-                "object": "realtime.item",
-                "type": "function_call_output",
-                "status": self.status,
-                "call_id": call.id,
-                "output": self.text or "",
-            }
-        content = self.content
-        if self.role == "assistant" and self.audio is not None:
-            heard = self.text if self.text is not None else " ".join(self.audio.heard)
-            content = [{"type": "output_audio", "transcript": heard}]
-        elif self.content and self.content[0].get("type") == "input_audio":
-            content = [{"type": "input_audio", "transcript": self.text}]
-        return {
-            "id": self.id,
-            "object": "realtime.item",
-            "type": "message",
-            "role": self.role,
-            "status": self.status,
-            "content": content,
-        }
+from wire.turn import ToolCall
 
 
 class Conversation:
@@ -151,67 +81,10 @@ class Conversation:
         self._pending_audio = (item_id, audio)
 
     async def create_item(self, event: ConversationItemCreateEvent) -> None:
-        """``conversation.item.create``: user and assistant text messages, appended or put after
-        ``previous_item_id`` (``"root"``: first).
-
-        ``system`` items are refused: the system prompt is the region's and the session's
-        ``instructions``, which are bounded; a client-written one would override both."""
-        item = event.item
-        if item.type in ("function_call", "function_call_output"):
-            await self._create_function_item(event)
-            return
-        if item.type != "message":
-            raise BadEvent(
-                f"conversation items of type {item.type!r} are not supported", code="unsupported_item"
-            )
-        if item.role == "system":
-            raise InvalidParam(
-                "system messages cannot be added by a client: set the session's `instructions`",
-                param="item.role",
-            )
-        texts = [getattr(c, "text", None) or getattr(c, "transcript", None) for c in item.content]
-        text = " ".join(t for t in texts if t)
-        if not text:
-            raise BadEvent("a message item needs text content (input_text / text)", code="invalid_value")
-        check_text(text, "item.content", self._limits.max_text_chars)
-        item_id = item.id or new_id("item")
-        if self.find(item_id) is not None:
-            raise InvalidParam(f"Item with id '{item_id}' already exists.", param="item.id")
-        position = self._position(event.previous_item_id)
-        content = item.model_dump(exclude_none=True)["content"]
-        new = Item(item_id, item.role, content, text, pending=item.role == "user")
-        await self._added(new, position)
-
-    async def _create_function_item(self, event: ConversationItemCreateEvent) -> None:
-        """A client's ``function_call_output`` (the result of a call it was given, input the next
-        response answers) or ``function_call`` (a call it adds to the history itself)."""
-        item = event.item
-        item_id = item.id or new_id("item")
-        if self.find(item_id) is not None:
-            raise InvalidParam(f"Item with id '{item_id}' already exists.", param="item.id")
-        call_id = getattr(item, "call_id", None)
-        if not call_id:
-            raise InvalidParam("a function item needs a call_id", param="item.call_id")
-        check_text(call_id, "item.call_id", MAX_TOOL_NAME_CHARS)
-        position = self._position(event.previous_item_id)
-        if item.type == "function_call":
-            check_text(item.name, "item.name", MAX_TOOL_NAME_CHARS)
-            check_text(item.arguments, "item.arguments", self._limits.max_text_chars)
-            call = ToolCall(id=call_id, name=item.name, arguments=item.arguments)
-            await self._added(Item(item_id, "assistant", [], None, type="function_call", call=call), position)
-            return
-        output = getattr(item, "output", "")
-        check_text(output, "item.output", self._limits.max_text_chars)
-        made = next(
-            (i.call for i in self._items if i.type == "function_call" and i.call and i.call.id == call_id),
-            None,
-        )
-        if made is None:
-            raise InvalidParam(
-                f"no function_call with call_id '{call_id}' in this conversation", param="item.call_id"
-            )
-        new = Item(item_id, "user", [], output, pending=True, type="function_call_output", call=made)
-        await self._added(new, position)
+        """``conversation.item.create``: a client's item, checked (``edge/realtime/item_create.py``)
+        and put where it asked."""
+        item, position = client_item(event, self._items, self._limits)
+        await self._added(item, position)
 
     async def add_call(self, item_id: str, call: ToolCall) -> str | None:
         """A response's function call joins the conversation as the newest item; returns its
@@ -257,7 +130,7 @@ class Conversation:
             text = reply_to.text
         state = self._state
         history = fit_history(
-            self._messages(exclude=reply_to)[-self._max_history :],
+            as_messages(self._items, exclude=reply_to)[-self._max_history :],
             fixed=(state.instructions, text or transcript or ""),
             max_output_tokens=state.max_output_tokens,
             limits=self._limits,
@@ -356,20 +229,6 @@ class Conversation:
             )
         return item
 
-    def _position(self, previous_item_id: str | None) -> int:
-        if previous_item_id is None:
-            return len(self._items)
-        if previous_item_id == "root":
-            return 0
-        for index, item in enumerate(self._items):
-            if item.id == previous_item_id:
-                return index + 1
-        raise InvalidParam(
-            f"Item with item_id not found: {previous_item_id}",
-            param="previous_item_id",
-            code="item_create_invalid_previous_item_id",
-        )
-
     async def _added(self, item: Item, position: int | None = None) -> None:
         at = len(self._items) if position is None else position
         previous = self._items[at - 1].id if at > 0 else None
@@ -380,29 +239,9 @@ class Conversation:
         await self._send(server_event("conversation.item.added", item=body, previous_item_id=previous))
         await self._send(server_event("conversation.item.done", item=body, previous_item_id=previous))
 
-    def _messages(self, *, exclude: Item | None = None, answered_only: bool = False) -> list[Message]:
-        """The items as chat messages: a function call joins the assistant message before it (OpenAI's
-        ``tool_calls``), an output is a ``tool`` message; a ``tool`` message left first (its call
-        trimmed away) is dropped."""
-        out: list[Message] = []
-        for item in self._items:
-            if item is exclude or (answered_only and item.pending):
-                continue
-            if item.type == "function_call" and item.call is not None:
-                last = out[-1] if out else None
-                if last is not None and last.role == "assistant":
-                    out[-1] = Message("assistant", last.content, tool_calls=(*last.tool_calls, item.call))
-                else:
-                    out.append(Message("assistant", "", tool_calls=(item.call,)))
-            elif item.type == "function_call_output" and item.call is not None:
-                out.append(Message("tool", item.text or "", tool_call_id=item.call.id))
-            elif item.text:
-                out.append(Message(role=item.role, content=item.text))
-        return out
-
     def _changed(self) -> None:
         """Rewrite the stored history from the items (pending input is not history yet)."""
-        history = self._messages(answered_only=True)[-self._max_history :]
+        history = as_messages(self._items, answered_only=True)[-self._max_history :]
         while history and history[0].role == "tool":
             history.pop(0)
         self._state.history = history

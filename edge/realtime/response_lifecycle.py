@@ -19,40 +19,40 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import msgspec
 
-from edge.app.services import EdgeServices
-from edge.realtime.conversation import Conversation, UserTurn
-from edge.realtime.response_params import answer_input, fit_turn, response_params
+from edge.realtime.conversation import Conversation
+from edge.realtime.conversation_items import UserTurn
+from edge.realtime.response_params import answer_input, response_params, turn_start
+from edge.realtime.response_trail import book_response, watched
+from edge.realtime.session_deps import SessionDeps
 from edge.realtime.speculation import SpeculativeTurn
 from edge.realtime.transcription import InputTranscription
 from edge.responses.params import ResponseParams
-from edge.responses.response import CancelReason, Response, ResponseResult
+from edge.responses.response import CancelReason, Response
 from edge.responses.stages import silence_window_s
-from edge.shared.events import Send, new_id
+from edge.shared.events import Send
 from edge.shared.metrics import RESPONSES
 from edge.shared.state import SessionState
-from edge.tenancy.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
-from edge.tenancy.session_tenancy import refusal_for, routing_of
-from edge.tenancy.usage import UsageDelta
-from router.api import Degraded, RoutedEvent
+from edge.tenancy.audit import TurnTrail
+from edge.tenancy.session_tenancy import routing_of
 from wire.errors import BadEvent, ProtocolError
-from wire.turn import Transcript, TurnStart
+from wire.turn import TurnStart
 
 
 class ResponseLifecycle:
     def __init__(
         self,
-        services: EdgeServices,
+        deps: SessionDeps,
         state: SessionState,
         conversation: Conversation,
         send: Send,
         transcription: InputTranscription,
     ) -> None:
-        self._services = services
+        self._deps = deps
         self._state = state
         self._conversation = conversation
         self._send = send
@@ -82,10 +82,10 @@ class ResponseLifecycle:
                 raise BadEvent(
                     "a response is already in progress", code="conversation_already_has_active_response"
                 )
-            state, services = self._state, self._services
-            params = params or response_params(None, state, services.settings)
+            state, deps = self._state, self._deps
+            params = params or response_params(None, state, deps.settings)
             turn = answer_input(params, self._conversation, state)
-            start, turn = self._turn_start(params, turn)
+            start, turn = turn_start(params, turn, state, deps.settings.limits.content)
             if turn.audio_item_id is not None:
                 self._transcription.taken(turn.audio_item_id)  # this response transcribes it
             if spec is not None and spec.matches(routing_of(state), start, self._audio_of(turn)):
@@ -112,14 +112,15 @@ class ResponseLifecycle:
             return
         self.drop_speculation()
         state = self._state
-        params = response_params(None, state, self._services.settings)
+        params = response_params(None, state, self._deps.settings)
         try:
-            start, _ = self._turn_start(params, self._conversation.next_turn(audio))
+            next_turn = self._conversation.next_turn(audio)
+            start, _ = turn_start(params, next_turn, state, self._deps.settings.limits.content)
         except ProtocolError:
             return  # the called turn would be refused too: it says so then
         routing = routing_of(state)
         self._speculative = SpeculativeTurn(
-            routing, start, audio, self._services.router.run_turn(routing, start, audio)
+            routing, start, audio, self._deps.router.run_turn(routing, start, audio)
         )
 
     def drop_speculation(self) -> None:
@@ -134,27 +135,6 @@ class ResponseLifecycle:
         self._drops.add(task)
         task.add_done_callback(self._drops.discard)
 
-    def _turn_start(self, params: ResponseParams, turn: UserTurn) -> tuple[TurnStart, UserTurn]:
-        """What the router is asked for ``turn``, with the history that fits."""
-        state = self._state
-        turn, max_output_tokens = fit_turn(turn, params, self._services.settings.limits.content)
-        start = TurnStart(
-            turn_id=new_id("turn"),
-            voice=params.region_voice,
-            instructions=params.instructions,
-            history=turn.history,
-            text=turn.text,
-            transcript=turn.transcript,  # known from input transcription: no second STT
-            max_output_tokens=max_output_tokens,
-            temperature=state.temperature,
-            output_audio=params.output_audio,
-            tools=params.tools,
-            tool_choice=params.tool_choice,
-            priority=state.priority,
-            custom_voice=params.custom_voice,
-        )
-        return start, turn
-
     @staticmethod
     def _audio_of(turn: UserTurn) -> bytes | None:
         """The audio the router gets with ``turn``: none when its transcript is known."""
@@ -168,7 +148,7 @@ class ResponseLifecycle:
             raise BadEvent(
                 "a response is already in progress", code="conversation_already_has_active_response"
             )
-        params = response_params(None, self._state, self._services.settings)
+        params = response_params(None, self._state, self._deps.settings)
         params = dataclasses.replace(params, output_audio=start.output_audio)
         start = msgspec.structs.replace(start, priority=self._state.priority)  # the key's, now
         turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
@@ -182,25 +162,25 @@ class ResponseLifecycle:
         early: SpeculativeTurn | None = None,
     ) -> None:
         """Start the response; ``early``: the turn already started for it, at a pause."""
-        state, services = self._state, self._services
+        state, deps = self._state, self._deps
         self.turn_start = start
         audio = self._audio_of(turn)
         trail = TurnTrail()
         if early is None:
-            routed, arrival = services.router.run_turn(routing_of(state), start, audio), time.perf_counter
+            routed, arrival = deps.router.run_turn(routing_of(state), start, audio), time.perf_counter
         else:
             routed, arrival = early.adopt(), early.arrival
         self._early = early
-        events = self._watched(routed, start, trail)
+        events = watched(routed, state, start, trail)
         response = Response(
             send=self._send,
             events=events,
-            fallback=services.fallback,
-            hold_message=services.settings.hold_message,
+            fallback=deps.fallback,
+            hold_message=deps.settings.hold_message,
             user_item_id=self._conversation.last_item_id,  # its item's ``previous_item_id``
             voice=params.voice,
-            lead_s=services.settings.playback_lead_s,
-            relay_times=services.relay_times,
+            lead_s=deps.settings.playback_lead_s,
+            relay_times=deps.relay_times,
             output_format=state.output_audio_format,
             on_transcript=self._transcript_writer(turn),
             on_call=None if params.out_of_band else self._conversation.add_call,
@@ -216,26 +196,6 @@ class ResponseLifecycle:
         self._task = asyncio.create_task(
             self._run(response, turn, start, trail, len(audio or b"")), name=response.id
         )
-
-    async def _watched(
-        self, events: AsyncIterator[RoutedEvent], start: TurnStart, trail: TurnTrail
-    ) -> AsyncGenerator[RoutedEvent, None]:
-        """The router's stream as the response relays it, noted in ``trail``; a degraded turn of a
-        key whose ``on_no_region`` is ``error`` ends in that error instead of the edge's voice."""
-        try:
-            async for ev in events:
-                trail.see(ev)
-                if not isinstance(ev, Degraded) or (refusal := refusal_for(self._state, ev)) is None:
-                    yield ev
-                    continue
-                if ev.transcript:  # what the user said is still theirs to see
-                    yield Transcript(turn_id=start.turn_id, text=ev.transcript)
-                trail.see(refusal)
-                yield refusal
-                return
-        finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
 
     def cancel(self, reason: CancelReason) -> bool:
         """Stop the response in progress; ``False`` when there is none (or it is already stopping)."""
@@ -310,7 +270,7 @@ class ResponseLifecycle:
         RESPONSES.labels(result.status, served_by).inc()
         # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
         # the session, which cancels this one, and the turn must still be booked.
-        booking = self._booking(response, result, start, trail, audio_in)
+        booking = book_response(self._deps.accounting, self._state, response, result, start, trail, audio_in)
         if turn.audio_item_id is not None and result.transcript is None:  # the audio is still unheard
             if served_by == "edge":
                 reason = result.metadata.get("voicemesh_degraded_reason", "degraded")
@@ -319,22 +279,5 @@ class ResponseLifecycle:
                 await self._transcription.request(turn.audio_item_id, turn.audio)
         # The snapshot without waiting for the bookkeeping (which may wait on Redis): a client may
         # resume the moment it reads ``response.done``.
-        await self._services.sessions.save(self._state)
+        await self._deps.snapshots.save(self._state)
         await asyncio.shield(booking)
-
-    def _booking(
-        self, response: Response, result: ResponseResult, start: TurnStart, trail: TurnTrail, audio_in: int
-    ) -> asyncio.Task[None]:
-        """The finished response's audit record and usage, being booked."""
-        state = self._state
-        if trail.degraded is not None:
-            trail.left_for(NOWHERE if trail.refused is not None else EDGE)
-        outcome, reason = trail.outcome(result.status, response.cancel_reason)
-        record = AuditRecord(
-            at=now(), key_id=state.key_id, session_id=state.id, turn_id=start.turn_id,
-            response_id=response.id, residency=state.residency, regions=trail.regions,
-            failovers=trail.hops, outcome=outcome, reason=reason,
-        )  # fmt: skip
-        tokens = (result.usage.get("input_tokens", 0), result.usage.get("output_tokens", 0))
-        delta = UsageDelta.of(audio_in_bytes=audio_in, audio_out_bytes=trail.audio_out_bytes, tokens=tokens)
-        return self._services.accounting.submit(record, delta)

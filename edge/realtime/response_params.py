@@ -25,17 +25,19 @@ from collections.abc import Sequence
 from openai.types.realtime.conversation_item import ConversationItem
 from openai.types.realtime.realtime_response_create_params import RealtimeResponseCreateParams
 
-from edge.realtime.conversation import Conversation, UserTurn
+from edge.realtime.conversation import Conversation
+from edge.realtime.conversation_items import UserTurn
 from edge.realtime.session_update import output_modalities, speaks
 from edge.responses.params import ResponseParams
 from edge.responses.response_tools import check_tool_choice, check_tools, tools_object
 from edge.shared.errors import InvalidParam
+from edge.shared.events import new_id
 from edge.shared.limits import check_range, check_text, estimate_tokens, fit_history
 from edge.shared.settings import ContentLimits, EdgeSettings
 from edge.shared.state import SessionState
 from edge.tenancy.session_tenancy import check_voice_allowed
 from wire.errors import BadEvent
-from wire.turn import Message
+from wire.turn import Message, TurnStart
 from wire.voices import CustomVoice
 
 MAX_METADATA_KEYS = 16
@@ -182,3 +184,26 @@ def fit_turn(turn: UserTurn, params: ResponseParams, limits: ContentLimits) -> t
         tokens = params.max_output_tokens
     history = fit_history(turn.history, fixed=fixed, max_output_tokens=tokens, limits=limits)
     return dataclasses.replace(turn, history=history), tokens
+
+
+def turn_start(
+    params: ResponseParams, turn: UserTurn, state: SessionState, limits: ContentLimits
+) -> tuple[TurnStart, UserTurn]:
+    """What the router is asked for ``turn``, with the history that fits (``fit_turn``)."""
+    turn, max_output_tokens = fit_turn(turn, params, limits)
+    start = TurnStart(
+        turn_id=new_id("turn"),
+        voice=params.region_voice,
+        instructions=params.instructions,
+        history=turn.history,
+        text=turn.text,
+        transcript=turn.transcript,  # known from input transcription: no second STT
+        max_output_tokens=max_output_tokens,
+        temperature=state.temperature,
+        output_audio=params.output_audio,
+        tools=params.tools,
+        tool_choice=params.tool_choice,
+        priority=state.priority,
+        custom_voice=params.custom_voice,
+    )
+    return start, turn

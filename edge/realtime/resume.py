@@ -18,7 +18,8 @@ from typing import Any
 
 import msgspec
 
-from edge.realtime.conversation import Conversation, Item
+from edge.realtime.conversation import Conversation
+from edge.realtime.conversation_items import Item
 from edge.realtime.response_lifecycle import ResponseLifecycle
 from edge.realtime.session_snapshot import InFlight, SessionSnapshot, SessionSnapshots, key_hash
 from edge.responses.playback import AudioTimeline

@@ -1,9 +1,11 @@
 """One Realtime session: each client event read, checked and handed to the part of the session
 that owns it; a bad event is answered with an ``error`` event and the session carries on.
 
-The parts: ``session_update`` (settings), ``input_turns`` (input audio, VAD, commits),
-``conversation`` (items and history) and ``response_lifecycle`` (the response in progress).
-Only this session's tasks are touched.
+The parts: ``client_events`` (each event to the part that owns it), ``session_update``
+(settings), ``input_turns`` and ``vad_turns`` (input audio, VAD, commits, what a turn's end
+starts), ``conversation`` (items and history) and ``response_lifecycle`` (the response in
+progress), each given only what it uses of the edge (``session_deps``). Only this session's tasks
+are touched.
 """
 
 from __future__ import annotations
@@ -13,29 +15,11 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from openai.types.realtime import (
-    ConversationItemCreateEvent,
-    ConversationItemDeleteEvent,
-    ConversationItemRetrieveEvent,
-    ConversationItemTruncateEvent,
-    InputAudioBufferAppendEvent,
-    InputAudioBufferClearEvent,
-    InputAudioBufferCommitEvent,
-    OutputAudioBufferClearEvent,
-    ResponseCancelEvent,
-    ResponseCreateEvent,
-    SessionUpdateEvent,
-)
-from openai.types.realtime.realtime_client_event import RealtimeClientEvent
-
-from edge.app.services import EdgeServices
-from edge.audio.turn_audio import TurnAudio
+from edge.realtime.client_events import ClientEvents
 from edge.realtime.conversation import Conversation
-from edge.realtime.input_turns import InputTurns
 from edge.realtime.response_lifecycle import ResponseLifecycle
-from edge.realtime.response_params import response_params
 from edge.realtime.resume import (
     VENDOR_RESUME_REQUIRED,
     VENDOR_RESUMED,
@@ -45,9 +29,10 @@ from edge.realtime.resume import (
     restore,
     snapshot_of,
 )
+from edge.realtime.session_deps import SessionDeps
 from edge.realtime.session_snapshot import SessionSnapshot
-from edge.realtime.session_update import session_changes, session_object
 from edge.realtime.transcription import InputTranscription
+from edge.realtime.vad_turns import VadTurns
 from edge.shared.errors import InternalError, RateLimited, SessionTakenOver
 from edge.shared.events import (
     APPEND,
@@ -60,14 +45,10 @@ from edge.shared.events import (
     validate_client_event,
 )
 from edge.shared.key_policy import DEFAULT_POLICY, KeyPolicy
-from edge.shared.limits import check_text
 from edge.shared.metrics import CLIENT_EVENTS, DIRECT_FRAMES, Tally
 from edge.shared.state import SessionState
-from edge.tenancy.auth import Principal
-from edge.tenancy.session_tenancy import vendor_session
-from wire.errors import BadAudio, BadEvent, ProtocolError, VoicemeshError
+from wire.errors import BadAudio, BadEvent, VoicemeshError
 from wire.rates import TokenBucket
-from wire.voices import CustomVoice
 
 log = logging.getLogger("voicemesh.edge")
 
@@ -90,7 +71,7 @@ class SessionHooks(Protocol):
 class RealtimeSession:
     def __init__(
         self,
-        services: EdgeServices,
+        deps: SessionDeps,
         state: SessionState,
         send: Send,
         close_socket: CloseSocket | None = None,
@@ -99,7 +80,7 @@ class RealtimeSession:
         policy: KeyPolicy = DEFAULT_POLICY,
         hooks: SessionHooks | None = None,
     ) -> None:
-        self.services = services
+        self.deps = deps
         self.state = state
         self.policy = policy
         """The connection's key policy: which voices it may use (``edge/shared/key_policy.py``)."""
@@ -109,10 +90,8 @@ class RealtimeSession:
         """This connection's claim on the session (``edge/realtime/session_snapshot.py``)."""
         self.ended: str | None = None
         """Why the edge ended the connection (``session_taken_over``, ``edge_draining``)."""
-        self._speaking = False
-        """The server VAD heard speech start and not yet end: a turn is being spoken."""
         self._closed = False
-        limits = services.settings.limits
+        limits = deps.settings.limits
         self._bucket = TokenBucket(rate_per_s=limits.events_per_s, burst=limits.events_burst)
         self._max_event_bytes = limits.max_event_bytes
         self._appended_now = Tally(_APPENDED, DIRECT_FRAMES)
@@ -120,39 +99,36 @@ class RealtimeSession:
         self.conversation = Conversation(
             state, send, max_history=limits.max_history_messages, limits=limits.content
         )
-        self.transcription = InputTranscription(services, state, self.conversation, send)
-        self.responses = ResponseLifecycle(services, state, self.conversation, send, self.transcription)
+        self.transcription = InputTranscription(
+            state, self.conversation, send, router=deps.router, accounting=deps.accounting
+        )
+        self.responses = ResponseLifecycle(deps, state, self.conversation, send, self.transcription)
         self._hooks = hooks
         if hooks is not None:
             self.responses.on_done = hooks.response_done
-        self.turns = InputTurns(
-            services.vad.stream(),
-            state.turn_detection,
-            self.conversation,
-            send,
-            max_buffer_s=limits.max_buffer_s,
-            on_speech_started=self._speech_started,
-            on_turn_end=self._turn_ended,
-            on_pause=self._speech_paused,
-            on_resume=self.responses.drop_speculation,
-            run_events=self._speech_events,
-            pause_ms=services.settings.vad.speculate_after_ms,
-            audio_format=state.input_audio_format,
-        )
+        self.vad_turns = VadTurns(
+            deps.vad.stream(), state, self.conversation, send, deps.settings, responses=self.responses,
+            transcription=self.transcription, save=deps.snapshots.save,
+        )  # fmt: skip
+        self.turns = self.vad_turns.input
         self._keeper = SessionKeeper(
-            services.sessions, state, self.responses, self.lease, self.taken_over,
-            interval_s=services.settings.resume.snapshot_interval_s,
+            deps.snapshots, state, self.responses, self.lease, self.taken_over,
+            interval_s=deps.settings.resume.snapshot_interval_s,
+        )  # fmt: skip
+        self.events = ClientEvents(
+            deps, state, send, policy, conversation=self.conversation, responses=self.responses,
+            transcription=self.transcription, turns=self.turns,
         )  # fmt: skip
 
     async def open(self, resumed: SessionSnapshot | None = None) -> None:
         """``session.created``; for a resumed session (``edge/realtime/resume.py``) then its conversation and
         the rest of an answer cut short."""
-        self.services.sessions.live[self.state.id] = self
+        self.deps.snapshots.live[self.state.id] = self
         if resumed is None:
-            await self.services.sessions.save(self.state)
+            await self.deps.snapshots.save(self.state)
         else:
             items = restore(resumed, self.conversation)
-        await self._send(server_event("session.created", session=self._session_object()))
+        await self._send(server_event("session.created", session=self.events.session_object()))
         if self._hooks is not None:
             await self._hooks.session_created()
         if resumed is not None:
@@ -174,8 +150,8 @@ class RealtimeSession:
         if self.ended is not None:
             return
         self.ended = SessionTakenOver.code
-        if self.services.sessions.live.get(self.state.id) is self:
-            del self.services.sessions.live[self.state.id]
+        if self.deps.snapshots.live.get(self.state.id) is self:
+            del self.deps.snapshots.live[self.state.id]
         err = SessionTakenOver("this session was resumed by another connection: this one is closed")
         await self._end(error_event(err), 1000, err.code)
 
@@ -192,12 +168,12 @@ class RealtimeSession:
                 # be answered too. Idle = no answer playing and nobody speaking.
                 while True:
                     await self.responses.finished()
-                    if self.responses.response is None and not self._speaking:
+                    if self.responses.response is None and not self.vad_turns.speaking:
                         break
                     await asyncio.sleep(0.05)
         self.ended = "edge_draining"
         await self._keeper.aclose()
-        await self.services.sessions.save(self.state)
+        await self.deps.snapshots.save(self.state)
         event = server_event(
             VENDOR_RESUME_REQUIRED, session_id=self.state.id, reason="edge_draining",
             # Relative: the client reconnects where it connected (the load balancer), not to this edge.
@@ -223,16 +199,16 @@ class RealtimeSession:
         await self._keeper.aclose()
         if self.ended is None:
             with contextlib.suppress(Exception):
-                async with asyncio.timeout(2 * self.services.settings.redis_timeout_s + 1):
-                    await self.services.sessions.save(self.state)
-        if self.services.sessions.live.get(self.state.id) is self:
-            del self.services.sessions.live[self.state.id]
+                async with asyncio.timeout(2 * self.deps.settings.redis_timeout_s + 1):
+                    await self.deps.snapshots.save(self.state)
+        if self.deps.snapshots.live.get(self.state.id) is self:
+            del self.deps.snapshots.live[self.state.id]
         await self.responses.close()
         await self.transcription.close()
 
     def handle_now(self, raw: str | bytes) -> bool:
-        """The hot path, from the transport's callback (``edge/app/direct_ws.py``) while the connection
-        waits for a frame: a well-formed append within the limits is buffered now and ``True``;
+        """The hot path, from the transport's callback (the app package's ``direct_ws.py``) while the
+        connection waits for a frame: a well-formed append within the limits is buffered now and ``True``;
         anything else (another event, one to answer with an error) is ``False``, untouched, for
         ``handle``. No task, no future and no ASGI queue per frame (docs/benchmarks.md)."""
         if (
@@ -257,7 +233,7 @@ class RealtimeSession:
         """One client frame. Never raises for bad input: it answers with an ``error`` event."""
         event_id: str | None = None
         type_ = "unparsed"
-        limit = self.services.settings.limits.max_event_bytes
+        limit = self.deps.settings.limits.max_event_bytes
         try:
             if len(raw) > limit:
                 raise BadEvent(
@@ -277,7 +253,7 @@ class RealtimeSession:
             data = read_client_frame(raw)
             event_id = client_event_id(data)
             event, type_ = validate_client_event(data)
-            await self._dispatch(event)
+            await self.events.dispatch(event)
             CLIENT_EVENTS.labels(type_, "ok").inc()
         except VoicemeshError as exc:  # a refusal (the client's fault or a store's): its class says how
             CLIENT_EVENTS.labels(type_, exc.code).inc()
@@ -289,134 +265,3 @@ class RealtimeSession:
             CLIENT_EVENTS.labels(type_, "server_error").inc()
             err = InternalError(f"internal error handling the event: {type(exc).__name__}")
             await self._send(error_event(err, event_id=event_id))
-
-    async def _speech_events(self, work: Awaitable[None]) -> None:
-        """The speech events the VAD's answers bring (``InputTurns``), on their own task: failures
-        are answered as a client event's are, with an ``error`` event."""
-        try:
-            await work
-            return
-        except OSError:
-            return  # the client went away: the connection handler ends the session
-        except VoicemeshError as exc:
-            error = exc
-        except Exception as exc:
-            log.exception("session %s: speech events failed", self.state.id)
-            error = InternalError(f"internal error handling speech: {type(exc).__name__}")
-        with contextlib.suppress(OSError):  # (nobody awaits this task: nothing may escape it)
-            await self._send(error_event(error))
-
-    async def _dispatch(self, event: RealtimeClientEvent) -> None:
-        if isinstance(event, InputAudioBufferAppendEvent):
-            await self.turns.append(event.audio)
-        elif isinstance(event, SessionUpdateEvent):
-            await self._update(event)
-        elif isinstance(event, InputAudioBufferCommitEvent):
-            await self.turns.commit()
-            await self._transcribe_pending()  # a later response.create may still take the audio
-        elif isinstance(event, InputAudioBufferClearEvent):
-            await self.turns.clear()
-        elif isinstance(event, ConversationItemCreateEvent):
-            await self.conversation.create_item(event)
-            await self.services.sessions.save(self.state)
-        elif isinstance(event, ConversationItemTruncateEvent):
-            await self._truncate(event)
-        elif isinstance(event, ConversationItemDeleteEvent):
-            await self.conversation.delete(event.item_id)
-            self.responses.cancel_item(event.item_id)
-            await self.services.sessions.save(self.state)
-        elif isinstance(event, ConversationItemRetrieveEvent):
-            await self.conversation.retrieve(event.item_id)
-        elif isinstance(event, OutputAudioBufferClearEvent):
-            await self._clear_output_audio()
-        elif isinstance(event, ResponseCreateEvent):
-            out = event.response.audio.output if event.response and event.response.audio else None
-            custom = await self._custom_voice(out.voice if out else None, "response.audio.output.voice")
-            params = response_params(
-                event.response, self.state, self.services.settings, voices=self.policy.voices, custom=custom
-            )
-            self.responses.start(params)
-            await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
-        elif isinstance(event, ResponseCancelEvent):
-            if not self.responses.cancel("client_cancelled"):
-                raise BadEvent("no response is in progress", code="response_cancel_not_active")
-        else:
-            raise BadEvent(f"{event.type} is not supported by this server", code="unsupported_event")
-
-    async def _truncate(self, event: ConversationItemTruncateEvent) -> None:
-        """Checked first (a bad truncate changes nothing), then a response still playing the item
-        is stopped like a cancel (Pipecat truncates at barge-in), then its transcript is cut."""
-        item = self.conversation.truncatable(event)
-        await self.responses.stop_item(item.id)
-        await self.conversation.truncate(item, event.audio_end_ms)
-        await self.services.sessions.save(self.state)
-
-    async def _clear_output_audio(self) -> None:
-        """``output_audio_buffer.clear``: WebRTC/SIP only in OpenAI, whose WebSocket refuses it. The
-        edge paces its audio like OpenAI's WebRTC output buffer (``edge/responses/playback.py``), so it does
-        what WebRTC does: stop the audio being played and answer ``output_audio_buffer.cleared``
-        (no error: Pipecat ends the session on any error but two)."""
-        response_id = await self.responses.clear_audio()
-        if response_id is None:
-            raise BadEvent("no response audio to clear in this session", code="invalid_value")
-        await self._send(server_event("output_audio_buffer.cleared", response_id=response_id))
-
-    async def _custom_voice(self, asked: object, param: str) -> CustomVoice | None:
-        """The definition of a custom voice the client named (``{"id": ...}``, or a name that is
-        not built in) from the voice library; ``None`` for a built-in voice (checked as before)."""
-        name = asked if isinstance(asked, str) else getattr(asked, "id", None)
-        if not isinstance(name, str) or not name or name in self.services.settings.voices.names():
-            return None
-        check_text(name, param, self.services.settings.limits.content.max_voice_chars)
-        ref: str | dict[str, Any] = name if isinstance(asked, str) else {"id": name}
-        who = Principal(self.state.key_id, "session", policy=self.policy)  # whose voices it may use
-        return await self.services.voice_library.resolve(ref, who, param=param)
-
-    async def _update(self, event: SessionUpdateEvent) -> None:
-        out = getattr(event.session.audio, "output", None)  # a transcription session has none
-        custom = await self._custom_voice(getattr(out, "voice", None), "session.audio.output.voice")
-        changes = session_changes(
-            self.state, event.session, self.services.settings, voices=self.policy.voices, custom=custom
-        )
-        for name, value in changes.items():
-            setattr(self.state, name, value)
-        self.turns.configure(self.state.turn_detection, self.state.input_audio_format)
-        await self.services.sessions.save(self.state)
-        await self._send(server_event("session.updated", session=self._session_object()))
-
-    def _session_object(self) -> dict[str, Any]:
-        """The API's session, plus ``voicemesh``: the residency, priority class and no-region rule
-        its turns are served under (``edge/tenancy/session_tenancy.py``)."""
-        return {**session_object(self.state), "voicemesh": vendor_session(self.state)}
-
-    def _speech_started(self) -> None:
-        self._speaking = True
-        td = self.state.turn_detection
-        if td is not None and td.interrupt_response:
-            self.responses.cancel("turn_detected")  # barge-in: stop the answer now
-
-    def _speech_paused(self, audio: TurnAudio) -> None:
-        """A pause that may be the end of the turn: start its answer now
-        (``edge/realtime/speculation.py``)."""
-        td = self.state.turn_detection
-        if td is not None and td.create_response:
-            self.responses.speculate(audio.pcm16k())
-
-    async def _turn_ended(self) -> None:
-        self._speaking = False
-        td = self.state.turn_detection
-        if td is None or not td.create_response:
-            await self._transcribe_pending()
-            return
-        try:
-            self.responses.start(speech_stopped_at=self.turns.stopped_at)
-        except ProtocolError:
-            await self._transcribe_pending()  # no response takes the audio now: still transcribe it
-            raise
-        await self.services.sessions.save(self.state)  # the turn in flight: resumable from now
-
-    async def _transcribe_pending(self) -> None:
-        """Input transcription (when on) of the committed audio no response has taken."""
-        # (``on`` first: the pending audio is resampled when read, ``edge/audio/turn_audio.py``)
-        if self.transcription.on and (pending := self.conversation.pending_audio) is not None:
-            await self.transcription.request(*pending)

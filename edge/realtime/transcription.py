@@ -29,13 +29,14 @@ import asyncio
 import logging
 from collections import deque
 
-from edge.app.services import EdgeServices
 from edge.realtime.conversation import Conversation
 from edge.shared.events import Send, new_id, server_event
 from edge.shared.state import SessionState
+from edge.tenancy.accounting import Accounting
 from edge.tenancy.audit import TurnTrail
 from edge.tenancy.session_tenancy import routing_of
 from edge.turns.transcribe_turn import book_transcription, run_transcription
+from router.api import TurnRouter
 from wire.errors import VoicemeshError
 from wire.tasks import cancel_and_wait
 from wire.turn import TurnStart
@@ -49,9 +50,16 @@ PCM16K_BYTES_PER_S = 32_000
 
 class InputTranscription:
     def __init__(
-        self, services: EdgeServices, state: SessionState, conversation: Conversation, send: Send
+        self,
+        state: SessionState,
+        conversation: Conversation,
+        send: Send,
+        *,
+        router: TurnRouter,
+        accounting: Accounting,
     ) -> None:
-        self._services = services
+        self._router = router
+        self._accounting = accounting
         self._state = state
         self._conversation = conversation
         self._send = send
@@ -63,6 +71,12 @@ class InputTranscription:
     @property
     def on(self) -> bool:
         return self._state.transcription is not None
+
+    async def request_pending(self) -> None:
+        """Transcribe (when on) the committed audio no response has taken."""
+        # (``on`` first: the pending audio is resampled when read, ``edge/audio/turn_audio.py``)
+        if self.on and (pending := self._conversation.pending_audio) is not None:
+            await self.request(*pending)
 
     async def heard(self, item_id: str, transcript: str, audio_bytes: int) -> None:
         """A region transcribed ``item_id``'s audio (once per item: a repeat sends nothing)."""
@@ -157,7 +171,7 @@ class InputTranscription:
         trail = TurnTrail()
         status = "failed"
         try:
-            events = self._services.router.run_turn(routing_of(state), start, pcm)
+            events = self._router.run_turn(routing_of(state), start, pcm)
             result = await run_transcription(events, see=trail.see)
             if result.transcript is not None or result.degraded is not None:
                 status = "completed"
@@ -166,7 +180,7 @@ class InputTranscription:
             raise
         finally:
             await book_transcription(
-                self._services.accounting, trail, key_id=state.key_id, session_id=state.id,
+                self._accounting, trail, key_id=state.key_id, session_id=state.id,
                 turn_id=start.turn_id, residency=state.residency, status=status, audio_in_bytes=len(pcm),
             )  # fmt: skip
         if result.transcript is not None:

@@ -270,4 +270,3 @@ def edge_error(exc: VoicemeshError) -> EdgeError:
         return exc
     kind = ClientError if isinstance(exc, ProtocolError) else ServiceUnavailable
     return kind(exc.message, code=exc.code, param=getattr(exc, "param", None))
-

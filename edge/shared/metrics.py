@@ -16,7 +16,7 @@ CLIENT_EVENTS = Counter(
 DIRECT_FRAMES = Counter(
     "voicemesh_edge_direct_frames_total",
     "Client frames (audio appends) taken in the transport's callback, past the ASGI queue"
-    " (edge/app/direct_ws.py); also counted in voicemesh_edge_client_events_total; added up to 50 at a time",
+    " (the app's direct_ws.py); also counted in voicemesh_edge_client_events_total; added up to 50 at a time",
 )
 RESPONSES = Counter(
     "voicemesh_edge_responses_total",

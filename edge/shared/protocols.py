@@ -1,5 +1,5 @@
 """What an edge session needs from its models, as small Protocols (the real ones are wired in
-``edge.app.services.EdgeServices.build``; in-memory stand-ins live in ``edge.testing``).
+``EdgeServices.build``, the composition root; in-memory stand-ins live in ``edge.testing``).
 
 * ``Vad``: speech probabilities for each session's audio, 32 ms of its input buffer (24 kHz) at a
   time (``edge.audio.vad.VadBatcher``: batched Silero at 8 kHz).

@@ -19,14 +19,14 @@ from typing import Any
 
 from litestar import Request, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 from litestar.response import Response
 
-from edge.app.services import EdgeServices
 from edge.shared.errors import BatchNotFound, BatchStoreUnavailable
 from edge.speech.audio_api import Authenticate
 from edge.speech.audio_encoding import SPEECH_FORMATS
 from edge.speech.speech_batches import job_view, make_job, parse_body, view_of
+from edge.speech.speech_deps import SpeechDeps
 from edge.stores.redis.batches import BatchStore
 from edge.tenancy.auth import ADMIN, Principal
 from wire.bounded_redis import FAILURES
@@ -46,15 +46,14 @@ async def _store_calls() -> AsyncIterator[None]:
 
 
 def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
-    async def caller(request: Request[Any, Any, Any]) -> tuple[EdgeServices, BatchStore, Principal]:
-        services: EdgeServices = request.app.state.services
+    async def caller(request: Request[Any, Any, Any], deps: SpeechDeps) -> tuple[BatchStore, Principal]:
         principal = await authenticate(request, [])
-        if services.batches is None:
+        if deps.batches is None:
             raise BatchStoreUnavailable(
                 "speech batches need the shared store: start the edge with --store-url redis://... "
                 "(`voicemesh up` provisions one)"
             )
-        return services, services.batches, principal
+        return deps.batches, principal
 
     async def owned(store: BatchStore, principal: Principal, job_id: FromPath[str]) -> dict[str, Any]:
         found = await store.record(job_id)
@@ -63,14 +62,16 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         return await view_of(store, *found)
 
     @post("/v1/speech/batches", status_code=201, request_max_body_size=MAX_BODY_BYTES)
-    async def create_batch(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def create_batch(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
+    ) -> dict[str, Any]:
         async with _store_calls():
-            services, store, principal = await caller(request)
-            await services.limits.check_rate(principal.key_id, principal.policy)
+            store, principal = await caller(request, speech_deps)
+            await speech_deps.limits.check_rate(principal.key_id, principal.policy)
             params = parse_body(
                 await request.body(), request.headers.get("content-type", ""), dict(request.query_params)
             )
-            job, specs = await make_job(params, services, principal)
+            job, specs = await make_job(params, speech_deps, principal)
             await store.create(job, specs)
             view = await job_view(store, job.id)
             assert view is not None
@@ -79,9 +80,11 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             return view
 
     @get("/v1/speech/batches")
-    async def list_batches(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def list_batches(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
+    ) -> dict[str, Any]:
         async with _store_calls():
-            _, store, principal = await caller(request)
+            store, principal = await caller(request, speech_deps)
             views = [
                 v
                 for i in await store.jobs_of(principal.key_id, LIST_LIMIT)
@@ -92,17 +95,22 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             return {"object": "list", "data": views}
 
     @get("/v1/speech/batches/{job_id:str}")
-    async def get_batch(request: Request[Any, Any, Any], job_id: FromPath[str]) -> dict[str, Any]:
+    async def get_batch(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], job_id: FromPath[str]
+    ) -> dict[str, Any]:
         async with _store_calls():
-            _, store, principal = await caller(request)
+            store, principal = await caller(request, speech_deps)
             return await owned(store, principal, job_id)
 
     @get("/v1/speech/batches/{job_id:str}/items/{index:int}/content")
     async def item_content(
-        request: Request[Any, Any, Any], job_id: FromPath[str], index: FromPath[int]
+        request: Request[Any, Any, Any],
+        speech_deps: SkipValidation[SpeechDeps],
+        job_id: FromPath[str],
+        index: FromPath[int],
     ) -> Response[bytes]:
         async with _store_calls():
-            _, store, principal = await caller(request)
+            store, principal = await caller(request, speech_deps)
             await owned(store, principal, job_id)
             spec = await store.spec(job_id, index)
             audio = await store.audio(job_id, index) if spec is not None else None
@@ -111,9 +119,11 @@ def batch_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
             return Response(audio, media_type=SPEECH_FORMATS[spec.response_format].media_type)
 
     @post("/v1/speech/batches/{job_id:str}/cancel", status_code=200)
-    async def cancel_batch(request: Request[Any, Any, Any], job_id: FromPath[str]) -> dict[str, Any]:
+    async def cancel_batch(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], job_id: FromPath[str]
+    ) -> dict[str, Any]:
         async with _store_calls():
-            _, store, principal = await caller(request)
+            store, principal = await caller(request, speech_deps)
             await owned(store, principal, job_id)
             await store.cancel(job_id)
             return await owned(store, principal, job_id)

@@ -21,16 +21,18 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
 
-from edge.app.services import EdgeServices
 from edge.shared.events import new_id
 from edge.shared.settings import BatchSettings
-from edge.speech.audio_api import SpeechParams, book_cache_hit, speech_booking, speech_key
 from edge.speech.audio_encoding import speech_encoder
 from edge.speech.speech_batches import view_of
+from edge.speech.speech_booking import book_cache_hit, speech_booking
+from edge.speech.speech_deps import SpeechDeps
+from edge.speech.speech_request import SpeechParams, speech_key
 from edge.speech.webhooks import WebhookFailed, WebhookRefused, deliver
 from edge.stores.redis.batches import BatchStore, Claim, ItemResult, ItemSpec, JobRecord
 from edge.turns.speech_stream import SpeechStream
@@ -45,8 +47,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class BatchWorker:
-    services: EdgeServices
+    deps: SpeechDeps
     store: BatchStore
+    draining: Callable[[], bool]
+    """The edge is shutting down (SIGTERM): claim no more."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _claims: set[Claim] = field(default_factory=set)
     _stopping: bool = False
@@ -54,7 +58,7 @@ class BatchWorker:
 
     @property
     def settings(self) -> BatchSettings:
-        return self.services.settings.batches
+        return self.deps.settings.batches
 
     def start(self) -> None:
         self._http = self.settings.egress.client(self.settings.webhook_timeout_s)
@@ -78,7 +82,7 @@ class BatchWorker:
     async def _loop(self) -> None:
         failing = False
         while not self._stopping:
-            if self.services.draining:  # claims no more: the edges that stay take the rest
+            if self.draining():  # claims no more: the edges that stay take the rest
                 await asyncio.sleep(self.settings.poll_s)
                 continue
             try:
@@ -157,16 +161,16 @@ class BatchWorker:
         await self.store.finish(claim, result)
 
     async def _render(self, job: JobRecord, spec: ItemSpec, claim: Claim) -> tuple[ItemResult, bytes]:
-        services = self.services
+        deps = self.deps
         residency = None if job.residency is None else frozenset(job.residency)
         turn_id = new_id("speech")
         routing = SessionRouting(session_id=f"{job.id}-{claim.index}", residency=residency)
         params = SpeechParams(model="batch", input=spec.input, voice=spec.voice,
                               response_format=spec.response_format, speed=spec.speed)  # fmt: skip
         key = speech_key(params, spec.region_voice, spec.custom_voice, routing)
-        if (cached := await services.speech_cache.get(key)) is not None:
+        if (cached := await deps.cache.get(key)) is not None:
             # Booked too (every item is, ``docs/speech.md``), as a cache hit: the audio, no region.
-            await book_cache_hit(services, job.key_id, routing, turn_id, cached)
+            await book_cache_hit(deps.accounting, job.key_id, routing, turn_id, cached)
             result = ItemResult(
                 status="completed", regions=cached.regions, audio_bytes=len(cached.audio), cache="hit"
             )
@@ -175,7 +179,7 @@ class BatchWorker:
             turn_id=turn_id, speak_text=spec.input, voice=spec.region_voice, speed=spec.speed,
             priority="batch", custom_voice=spec.custom_voice,
         )  # fmt: skip
-        stream = SpeechStream(services.router, services.fallback, routing, start,
+        stream = SpeechStream(deps.router, deps.fallback, routing, start,
                               speak_on_no_region=False, all_or_nothing=True)  # fmt: skip
         await stream.open()
         encoder = speech_encoder(spec.response_format)
@@ -189,8 +193,8 @@ class BatchWorker:
             raise NoRegionAvailable("the region ended the item before its end")
         regions = list(dict.fromkeys(out.regions))
         if out.complete and regions:
-            await services.speech_cache.put(key, audio, regions, pcm_bytes=out.audio_bytes)
-        await speech_booking(services, job.key_id, routing, turn_id)(stream.trail, "completed")
+            await deps.cache.put(key, audio, regions, pcm_bytes=out.audio_bytes)
+        await speech_booking(deps.accounting, job.key_id, routing, turn_id)(stream.trail, "completed")
         return ItemResult(status="completed", regions=regions, audio_bytes=len(audio), cache="miss"), audio
 
     async def _webhook(self, claim: Claim) -> None:

@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from edge.app.services import EdgeServices
 from edge.shared.egress import ALLOW_ENV, EgressPolicy
 from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
 from edge.shared.json_body import typed_body
-from edge.speech.audio_api import SpeechParams, check_speech
+from edge.speech.speech_deps import SpeechDeps
+from edge.speech.speech_request import SpeechParams, check_speech
 from edge.speech.webhooks import SECRET_PREFIX, new_secret, signing_key
 from edge.stores.redis.batches import FINAL, BatchStore, ItemSpec, JobRecord
 from edge.tenancy.auth import Principal
@@ -88,10 +88,10 @@ def _check_webhook(webhook: WebhookParams, egress: EgressPolicy) -> WebhookParam
 
 
 async def make_job(
-    params: BatchParams, services: EdgeServices, principal: Principal
+    params: BatchParams, deps: SpeechDeps, principal: Principal
 ) -> tuple[JobRecord, list[ItemSpec]]:
     """The job and its items, every field checked (``InvalidParam`` naming the one at fault)."""
-    limit = services.settings.batches.max_items
+    limit = deps.settings.batches.max_items
     if not params.items:
         raise InvalidParam("items is empty: nothing to say", param="items")
     if len(params.items) > limit:
@@ -104,10 +104,10 @@ async def make_job(
     specs = []
     for n, item in enumerate(params.items):
         try:
-            req = check_speech(item, services, principal)
+            req = check_speech(item, deps.settings, principal)
             custom = None
             if req.custom is not None:
-                custom = await services.voice_library.resolve(req.custom, principal, param="voice")
+                custom = await deps.voices.resolve(req.custom, principal, param="voice")
         except ProtocolError as exc:
             param = getattr(exc, "param", "")
             raise InvalidParam(f"items[{n}]: {exc.message}", param=f"items[{n}].{param}".rstrip("."),
@@ -117,7 +117,7 @@ async def make_job(
             input=item.input, voice=label, region_voice=req.region_voice, custom_voice=custom,
             response_format=item.response_format, speed=item.speed,
         ))  # fmt: skip
-    egress = services.settings.batches.egress
+    egress = deps.settings.batches.egress
     webhook = _check_webhook(params.webhook, egress) if params.webhook is not None else None
     residency = narrow(principal.policy.residency, principal.residency)
     job = JobRecord(

@@ -16,39 +16,45 @@ from typing import Any
 
 from litestar import Request, delete, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.app.services import EdgeServices
 from edge.speech.audio_api import Authenticate
 from edge.speech.custom_voices import VoiceLibrary
+from edge.speech.speech_deps import SpeechDeps
 from edge.tenancy.auth import Principal
 
 
 def voice_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
-    async def caller(request: Request[Any, Any, Any]) -> tuple[VoiceLibrary, Principal]:
-        services: EdgeServices = request.app.state.services
-        return services.voice_library, await authenticate(request, [])
+    async def caller(request: Request[Any, Any, Any], deps: SpeechDeps) -> tuple[VoiceLibrary, Principal]:
+        return deps.voices, await authenticate(request, [])
 
     @post("/v1/voices", status_code=201)
-    async def create_voice(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        library, principal = await caller(request)
-        services: EdgeServices = request.app.state.services
-        await services.limits.check_rate(principal.key_id, principal.policy)  # a write: the key's bucket
+    async def create_voice(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
+    ) -> dict[str, Any]:
+        library, principal = await caller(request, speech_deps)
+        await speech_deps.limits.check_rate(principal.key_id, principal.policy)  # a write: the key's bucket
         return (await library.create(await request.body(), principal)).public()
 
     @get("/v1/voices")
-    async def list_voices(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        library, principal = await caller(request)
+    async def list_voices(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps]
+    ) -> dict[str, Any]:
+        library, principal = await caller(request, speech_deps)
         return {"object": "list", "data": [r.public() for r in await library.visible(principal)]}
 
     @get("/v1/voices/{voice_id:str}")
-    async def get_voice(request: Request[Any, Any, Any], voice_id: FromPath[str]) -> dict[str, Any]:
-        library, principal = await caller(request)
+    async def get_voice(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], voice_id: FromPath[str]
+    ) -> dict[str, Any]:
+        library, principal = await caller(request, speech_deps)
         return (await library.get(voice_id, principal)).public()
 
     @delete("/v1/voices/{voice_id:str}", status_code=200)
-    async def delete_voice(request: Request[Any, Any, Any], voice_id: FromPath[str]) -> dict[str, Any]:
-        library, principal = await caller(request)
+    async def delete_voice(
+        request: Request[Any, Any, Any], speech_deps: SkipValidation[SpeechDeps], voice_id: FromPath[str]
+    ) -> dict[str, Any]:
+        library, principal = await caller(request, speech_deps)
         record = await library.delete(voice_id, principal)
         return {"id": record.id, "object": "voice.deleted", "deleted": True}
 

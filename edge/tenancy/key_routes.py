@@ -18,55 +18,64 @@ from typing import Any
 
 from litestar import Request, delete, get, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.app.services import EdgeServices
-from edge.tenancy.auth import ADMIN, bearer_token
+from edge.tenancy.auth import ADMIN, Authenticator, bearer_token
 from edge.tenancy.keys import KeyRing
 
 
-async def _admin_keys(request: Request[Any, Any, Any]) -> KeyRing:
+async def _admin_keys(request: Request[Any, Any, Any], auth: Authenticator) -> KeyRing:
     """The edge's key ring, for an admin caller only (401/403 otherwise)."""
-    services: EdgeServices = request.app.state.services
-    principal = await services.auth.authenticate(bearer_token(request.headers, []))
+    principal = await auth.authenticate(bearer_token(request.headers, []))
     principal.require(ADMIN)
-    return services.auth.keys
+    return auth.keys
 
 
 @post("/v1/keys", status_code=201)
-async def create_key(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    keys = await _admin_keys(request)
+async def create_key(
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator]
+) -> dict[str, Any]:
+    keys = await _admin_keys(request, authenticator)
     record, secret = await keys.create(await request.body())
     return {**record.public(), "secret": secret}
 
 
 @get("/v1/keys")
-async def list_keys(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    keys = await _admin_keys(request)
+async def list_keys(
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator]
+) -> dict[str, Any]:
+    keys = await _admin_keys(request, authenticator)
     return {"object": "list", "data": [r.public() for r in await keys.all()]}
 
 
 @get("/v1/keys/{key_id:str}")
-async def get_key(request: Request[Any, Any, Any], key_id: FromPath[str]) -> dict[str, Any]:
-    keys = await _admin_keys(request)
+async def get_key(
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
+) -> dict[str, Any]:
+    keys = await _admin_keys(request, authenticator)
     return (await keys.get(key_id)).public()
 
 
 @post("/v1/keys/{key_id:str}/rotate", status_code=200)
-async def rotate_key(request: Request[Any, Any, Any], key_id: FromPath[str]) -> dict[str, Any]:
-    keys = await _admin_keys(request)
+async def rotate_key(
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
+) -> dict[str, Any]:
+    keys = await _admin_keys(request, authenticator)
     record, secret = await keys.rotate(key_id, await request.body())
     return {**record.public(), "secret": secret}
 
 
 @delete("/v1/keys/{key_id:str}", status_code=200)
-async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str]) -> dict[str, Any]:
-    keys = await _admin_keys(request)
+async def revoke_key(
+    request: Request[Any, Any, Any], authenticator: SkipValidation[Authenticator], key_id: FromPath[str]
+) -> dict[str, Any]:
+    keys = await _admin_keys(request, authenticator)
     return (await keys.revoke(key_id)).public()
 
 
 def key_route_handlers() -> list[HTTPRouteHandler]:
-    """The ``/v1/keys`` routes; add to the edge app's ``route_handlers``."""
+    """The ``/v1/keys`` routes; add them to the Litestar app's ``route_handlers``, with an ``authenticator``
+    dependency (the edge's ``Authenticator``)."""
     return [create_key, list_keys, get_key, rotate_key, revoke_key]
 
 

@@ -16,15 +16,14 @@ import msgspec
 from litestar import Request, get
 from litestar.connection import ASGIConnection
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from litestar.params import FromPath, SkipValidation
 
-from edge.app.services import EdgeServices
 from edge.shared.errors import BadAdminQuery
-from edge.tenancy.accounting import AUDIT_CAP
+from edge.tenancy.accounting import AUDIT_CAP, Accounting
 from edge.tenancy.auth import ADMIN, Principal
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
-"""The edge's credential check (``edge/app/asgi.py``), bounded in time."""
+"""The edge's credential check (the Litestar app's, ``asgi.py``), bounded in time."""
 
 DEFAULT_LIMIT = 50
 MAX_KEY_ID_CHARS = 128
@@ -45,22 +44,24 @@ def _key_id(key_id: str) -> str:
 
 
 def tenant_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
-    async def admin(request: Request[Any, Any, Any]) -> EdgeServices:
+    async def admin(request: Request[Any, Any, Any]) -> None:
         (await authenticate(request, [])).require(ADMIN)
-        services: EdgeServices = request.app.state.services
-        return services
 
     @get("/v1/keys/{key_id:str}/audit")
-    async def key_audit(request: Request[Any, Any, Any], key_id: FromPath[str]) -> dict[str, Any]:
-        services = await admin(request)
+    async def key_audit(
+        request: Request[Any, Any, Any], accounting: SkipValidation[Accounting], key_id: FromPath[str]
+    ) -> dict[str, Any]:
+        await admin(request)
         limit = _limit(request.query_params.get("limit"))
-        records = await services.accounting.audit.recent(_key_id(key_id), limit)
+        records = await accounting.audit.recent(_key_id(key_id), limit)
         return {"key_id": key_id, "turns": msgspec.to_builtins(records)}
 
     @get("/v1/keys/{key_id:str}/usage")
-    async def key_usage(request: Request[Any, Any, Any], key_id: FromPath[str]) -> dict[str, Any]:
-        services = await admin(request)
-        return {"key_id": key_id, "usage": await services.accounting.usage.totals(_key_id(key_id))}
+    async def key_usage(
+        request: Request[Any, Any, Any], accounting: SkipValidation[Accounting], key_id: FromPath[str]
+    ) -> dict[str, Any]:
+        await admin(request)
+        return {"key_id": key_id, "usage": await accounting.usage.totals(_key_id(key_id))}
 
     return [key_audit, key_usage]
 

@@ -23,7 +23,7 @@ class SessionHarness:
         self.state = state or initial_state(services.settings, key_id="test")
         self.sent: list[dict[str, Any]] = []
         self._changed = asyncio.Event()
-        self.session = RealtimeSession(services, self.state, self._receive)
+        self.session = RealtimeSession(services.session_deps(), self.state, self._receive)
 
     async def __aenter__(self) -> SessionHarness:
         await self.session.open()

@@ -6,7 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from edge.realtime.session_snapshot import SessionNotFound, SessionSnapshots
+from edge.realtime.session_snapshot import SessionSnapshots
+from edge.shared.errors import SessionNotFound
 from edge.shared.state import SessionState
 from edge.stores.redis.sessions import RedisFallbackStore
 from tests.edge.conftest import session_id
