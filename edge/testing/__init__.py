@@ -1,5 +1,5 @@
 """Drive a real ``RealtimeSession`` with real client event JSON and no socket (in the spirit of
-pipecat's ``run_test`` and ``region/testing.py``): send what a client sends, get back every server
+pipecat's ``run_test`` and ``region/testing/``): send what a client sends, get back every server
 event the session sent, decoded.
 
     services = memory_services(ScriptedRouter(spoken_reply("Hi there.")))
