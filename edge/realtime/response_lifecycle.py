@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -38,9 +38,8 @@ from edge.shared.state import SessionState
 from edge.tenancy.audit import EDGE, NOWHERE, AuditRecord, TurnTrail, now
 from edge.tenancy.session_tenancy import refusal_for, routing_of
 from edge.tenancy.usage import UsageDelta
-from router.api import Degraded, RoutedEvent
 from wire.errors import BadEvent, ProtocolError
-from wire.turn import Transcript, TurnStart
+from wire.turn import TurnStart
 
 
 class ResponseLifecycle:
@@ -191,10 +190,9 @@ class ResponseLifecycle:
         else:
             routed, arrival = early.adopt(), early.arrival
         self._early = early
-        events = self._watched(routed, start, trail)
         response = Response(
             send=self._send,
-            events=events,
+            events=routed,
             fallback=services.fallback,
             hold_message=services.settings.hold_message,
             user_item_id=self._conversation.last_item_id,  # its item's ``previous_item_id``
@@ -207,35 +205,18 @@ class ResponseLifecycle:
             params=params,
             prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
             arrival=arrival,
+            trail=trail,
+            refuse=lambda ev: refusal_for(state, ev),
+            turn_id=start.turn_id,
         )
         if not params.out_of_band:
-            timeline = response.player.timeline if params.output_audio else None  # None: text only
-            self._conversation.open_answer(response.frames.item_id, timeline)
+            heard = response.heard if params.output_audio else None  # None: text only
+            self._conversation.open_answer(response.frames.item_id, heard)
         self.response = response
         self.last_response_id = response.id
         self._task = asyncio.create_task(
             self._run(response, turn, start, trail, len(audio or b"")), name=response.id
         )
-
-    async def _watched(
-        self, events: AsyncIterator[RoutedEvent], start: TurnStart, trail: TurnTrail
-    ) -> AsyncGenerator[RoutedEvent, None]:
-        """The router's stream as the response relays it, noted in ``trail``; a degraded turn of a
-        key whose ``on_no_region`` is ``error`` ends in that error instead of the edge's voice."""
-        try:
-            async for ev in events:
-                trail.see(ev)
-                if not isinstance(ev, Degraded) or (refusal := refusal_for(self._state, ev)) is None:
-                    yield ev
-                    continue
-                if ev.transcript:  # what the user said is still theirs to see
-                    yield Transcript(turn_id=start.turn_id, text=ev.transcript)
-                trail.see(refusal)
-                yield refusal
-                return
-        finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
 
     def cancel(self, reason: CancelReason) -> bool:
         """Stop the response in progress; ``False`` when there is none (or it is already stopping)."""

@@ -340,7 +340,7 @@ def audio_route_handlers(authenticate: Authenticate) -> list[HTTPRouteHandler]:
         )  # fmt: skip
         t0 = time.perf_counter()
         trail = TurnTrail()
-        result = await run_transcription(services.router.run_turn(routing, start, pcm), see=trail.see)
+        result = await run_transcription(services.router.run_turn(routing, start, pcm), trail)
         residency = None if routing.residency is None else sorted(routing.residency)
         await book_transcription(
             services.accounting, trail, key_id=principal.key_id, session_id=routing.session_id,
