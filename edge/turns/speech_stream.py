@@ -126,9 +126,10 @@ class SpeechStream(TurnHandler):
             await book(self.trail, self._status)
 
     async def _pieces(self) -> AsyncGenerator[Piece, None]:
-        async for _ in self._reader.read(self):
-            while self._ready:
-                yield self._ready.popleft()
+        async with contextlib.aclosing(self._reader.read(self)) as reading:
+            async for _ in reading:
+                while self._ready:
+                    yield self._ready.popleft()
         if self._degraded is not None:
             async for piece in self._edge_voice(self._degraded):
                 yield piece
