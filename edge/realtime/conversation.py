@@ -7,7 +7,7 @@ Every item (user input, a response's assistant item) has its place in one ordere
 derived from that list here only (``_changed``), trimmed to the edge's limit; each turn gets the
 newest part of it that fits the model's context (``edge.shared.limits.fit_history``). User input waits
 (``Item.pending``) until a response takes it with ``take_turn``. An assistant item keeps its
-``AudioTimeline``, so a truncation keeps only the clauses heard by the client's ``audio_end_ms``.
+``Heard`` record, so a truncation keeps only the clauses heard by the client's ``audio_end_ms``.
 
 Function calling: a response's calls become ``function_call`` items after its assistant item
 (``add_call``); a client's ``function_call_output`` item (for a call it knows) is input like a user
@@ -29,12 +29,12 @@ from openai.types.realtime import ConversationItemCreateEvent, ConversationItemT
 from edge.audio.turn_audio import TurnAudio
 from edge.realtime.conversation_items import Item, UserTurn, as_messages
 from edge.realtime.item_create import client_item
-from edge.responses.playback import AudioTimeline
 from edge.shared.errors import InvalidParam
 from edge.shared.events import Send, server_event
 from edge.shared.limits import fit_history
 from edge.shared.settings import ContentLimits
 from edge.shared.state import SessionState
+from edge.turns.heard import Heard
 from wire.errors import BadEvent
 from wire.turn import ToolCall
 
@@ -151,7 +151,7 @@ class Conversation:
         self._changed()
         return True
 
-    def open_answer(self, item_id: str, audio: AudioTimeline | None) -> None:
+    def open_answer(self, item_id: str, audio: Heard | None) -> None:
         """A response's assistant item joins the conversation after ``last_item_id`` (in progress,
         its ``audio`` being sent; ``None``: a text-only answer); its ``conversation.item.added`` is
         the response's to send."""
@@ -192,9 +192,8 @@ class Conversation:
         """Keep only the clauses heard by ``audio_end_ms`` (the whole text when all were)."""
         audio = item.audio
         assert audio is not None  # checked by ``truncatable``
-        kept = audio.heard_until(audio_end_ms)
-        if len(kept) < len(audio.ends):
-            item.text = " ".join(kept) or None
+        if len(audio.heard_until(audio_end_ms)) < len(audio.ends):
+            item.text = audio.text_until(audio_end_ms) or None
         audio.truncate(audio_end_ms)
         self._changed()
         await self._send(

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from edge.responses.playback import AudioTimeline
 from edge.responses.response_tools import call_item
+from edge.turns.heard import Heard
 from wire.turn import Message, ToolCall
 
 ItemStatus = Literal["completed", "incomplete", "in_progress"]
@@ -49,7 +49,7 @@ class Item:
     status: ItemStatus = "completed"
     pending: bool = False
     """User input that no response has taken yet."""
-    audio: AudioTimeline | None = None
+    audio: Heard | None = None
     """An assistant item's audio as sent: what a truncation cuts."""
     type: ItemType = "message"
     call: ToolCall | None = None
@@ -72,7 +72,7 @@ class Item:
             }
         content = self.content
         if self.role == "assistant" and self.audio is not None:
-            heard = self.text if self.text is not None else " ".join(self.audio.heard)
+            heard = self.text if self.text is not None else self.audio.heard_text
             content = [{"type": "output_audio", "transcript": heard}]
         elif self.content and self.content[0].get("type") == "input_audio":
             content = [{"type": "input_audio", "transcript": self.text}]

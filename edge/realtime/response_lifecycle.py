@@ -27,7 +27,7 @@ import msgspec
 from edge.realtime.conversation import Conversation
 from edge.realtime.conversation_items import UserTurn
 from edge.realtime.response_params import answer_input, response_params, turn_start
-from edge.realtime.response_trail import book_response, watched
+from edge.realtime.response_trail import book_response
 from edge.realtime.session_deps import SessionDeps
 from edge.realtime.speculation import SpeculativeTurn
 from edge.realtime.transcription import InputTranscription
@@ -38,7 +38,7 @@ from edge.shared.events import Send
 from edge.shared.metrics import RESPONSES
 from edge.shared.state import SessionState
 from edge.tenancy.audit import TurnTrail
-from edge.tenancy.session_tenancy import routing_of
+from edge.tenancy.session_tenancy import refusal_for, routing_of
 from wire.errors import BadEvent, ProtocolError
 from wire.turn import TurnStart
 
@@ -171,10 +171,9 @@ class ResponseLifecycle:
         else:
             routed, arrival = early.adopt(), early.arrival
         self._early = early
-        events = watched(routed, state, start, trail)
         response = Response(
             send=self._send,
-            events=events,
+            events=routed,
             fallback=deps.fallback,
             hold_message=deps.settings.hold_message,
             user_item_id=self._conversation.last_item_id,  # its item's ``previous_item_id``
@@ -187,10 +186,13 @@ class ResponseLifecycle:
             params=params,
             prompt=(start.instructions, *(m.content for m in start.history), start.text or ""),
             arrival=arrival,
+            trail=trail,
+            refuse=lambda ev: refusal_for(state, ev),
+            turn_id=start.turn_id,
         )
         if not params.out_of_band:
-            timeline = response.player.timeline if params.output_audio else None  # None: text only
-            self._conversation.open_answer(response.frames.item_id, timeline)
+            heard = response.heard if params.output_audio else None  # None: text only
+            self._conversation.open_answer(response.frames.item_id, heard)
         self.response = response
         self.last_response_id = response.id
         self._task = asyncio.create_task(

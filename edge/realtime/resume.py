@@ -22,9 +22,9 @@ from edge.realtime.conversation import Conversation
 from edge.realtime.conversation_items import Item
 from edge.realtime.response_lifecycle import ResponseLifecycle
 from edge.realtime.session_snapshot import InFlight, SessionSnapshot, SessionSnapshots, key_hash
-from edge.responses.playback import AudioTimeline
 from edge.shared.events import new_id, server_event
 from edge.shared.state import SessionState
+from edge.turns.heard import Heard
 from router.continuation import join_text
 from wire.tasks import cancel_and_wait
 from wire.turn import ToolCall
@@ -46,10 +46,7 @@ def in_flight(responses: ResponseLifecycle) -> InFlight | None:
     transcript = start.transcript or response.relay.transcript
     if start.text is None and not transcript:
         return None
-    if response.frames.output_audio:
-        new = " ".join(response.player.heard)
-    else:  # text only: the client has every delta sent
-        new = "".join(response.relay.text)
+    new = response.heard.heard_text  # every transcript (or text) delta the client got
     start = msgspec.structs.replace(start, transcript=transcript)
     return InFlight(item_id=response.frames.item_id, start=start, heard_text=join_text(start.heard_text, new))
 
@@ -97,7 +94,7 @@ def item_of(body: dict[str, Any], earlier: list[Item], *, pending: bool) -> Item
     if body["role"] == "assistant" and content and content[0].get("type") == "output_audio":
         # Its audio is gone with the old edge: a truncation can keep all of it or nothing now.
         text = _text_of(content)
-        audio = AudioTimeline(ends=[(text, 0.0)] if text else [])
+        audio = Heard.restored(text)
     return Item(item_id, body["role"], content, _text_of(content), status, pending=pending, audio=audio)
 
 

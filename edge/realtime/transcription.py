@@ -172,7 +172,7 @@ class InputTranscription:
         status = "failed"
         try:
             events = self._router.run_turn(routing_of(state), start, pcm)
-            result = await run_transcription(events, see=trail.see)
+            result = await run_transcription(events, trail)
             if result.transcript is not None or result.degraded is not None:
                 status = "completed"
         except asyncio.CancelledError:  # a response took the audio, or the session closed

@@ -1,9 +1,9 @@
 """A response's audio, sent like playback: at most ``lead_s`` ahead of real time.
 
-So on barge-in what was sent is what the user (nearly) heard: ``heard`` lists the clauses whose
-audio was fully sent, and history keeps only those. The ``AudioTimeline`` says where in the audio
-each clause ends, so ``conversation.item.truncate`` can cut the transcript at a client's
-``audio_end_ms``.
+So on barge-in what was sent is what the user (nearly) heard. A clause's transcript delta goes out
+once its audio was sent whole, and the response's ``Heard`` record (``edge/turns/heard.py``) notes
+it there, with where in the audio it ends: the transcript the client got, the history's text and a
+``conversation.item.truncate`` at ``audio_end_ms`` all come from that one record.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from edge.audio.audio_formats import FORMATS, PCM, AudioFormat, OutputEncoder
 from edge.responses.response_frames import ResponseFrames
 from edge.shared.metrics import RELAY_SECONDS
+from edge.turns.heard import Heard
 
 AUDIO_CHUNK_BYTES = 4800
 """100 ms of 24 kHz PCM16 per ``response.output_audio.delta``."""
@@ -23,33 +25,16 @@ BYTES_PER_S = 48_000
 
 
 @dataclass
-class AudioTimeline:
-    """The audio of one assistant item as sent so far: its length, and where each clause ends."""
-
-    sent_ms: float = 0.0
-    ends: list[tuple[str, float]] = field(default_factory=list)
-    """``(clause text, ms into the audio where its audio ends)`` of every fully sent clause."""
-
-    @property
-    def heard(self) -> list[str]:
-        return [text for text, _ in self.ends]
-
-    def heard_until(self, audio_end_ms: float) -> list[str]:
-        """The clauses whose audio ended by ``audio_end_ms``."""
-        return [text for text, end in self.ends if end <= audio_end_ms]
-
-    def truncate(self, audio_end_ms: float) -> None:
-        """The audio now ends at ``audio_end_ms`` (a client cut it there)."""
-        self.sent_ms = min(self.sent_ms, audio_end_ms)
-        self.ends = [(text, end) for text, end in self.ends if end <= audio_end_ms]
-
-
-@dataclass
 class Clause:
     text: str
+    """Its transcript piece (``Heard.clause``), sent after its audio."""
     pcm: bytes
     received: float = 0.0
     """perf_counter when the router handed it over (relay timing); 0 for the edge's own voice."""
+
+
+Cue = Callable[[], Awaitable[None]]
+"""Something the response sends in order with its audio (a function call after the words before it)."""
 
 
 @dataclass
@@ -60,11 +45,11 @@ class Player:
     """When a list, the edge's own time per relayed audio chunk (router yield -> socket) is appended."""
     audio_format: AudioFormat = FORMATS[PCM]
     """The client's output format: pacing counts the 24 kHz audio, the deltas carry this format."""
-    timeline: AudioTimeline = field(default_factory=AudioTimeline)
-    _queue: asyncio.Queue[Clause | None] = field(default_factory=asyncio.Queue)
+    heard: Heard = field(default_factory=Heard)
+    _queue: asyncio.Queue[Clause | Cue | None] = field(default_factory=asyncio.Queue)
 
-    def put(self, clause: Clause | None) -> None:
-        """Queue a clause; ``None`` ends playback once everything before it was sent."""
+    def put(self, clause: Clause | Cue | None) -> None:
+        """Queue a clause (or a cue); ``None`` ends playback once everything before it was sent."""
         self._queue.put_nowait(clause)
 
     async def play(self) -> None:
@@ -73,6 +58,9 @@ class Player:
         free_at = 0.0
         encoder = OutputEncoder(self.audio_format, frame_s=AUDIO_CHUNK_BYTES / BYTES_PER_S)
         while (clause := await self._queue.get()) is not None:
+            if not isinstance(clause, Clause):
+                await clause()
+                continue
             now = time.monotonic()
             if sent_s == 0.0 or now - played_from > sent_s:  # the client's buffer ran dry
                 played_from, sent_s = now, 0.0
@@ -92,15 +80,11 @@ class Player:
                     if self.relay_times is not None:
                         self.relay_times.append(free_at - ready)
                 sent_s += len(chunk) / BYTES_PER_S
-                self.timeline.sent_ms += 1000 * len(chunk) / BYTES_PER_S
+                self.heard.played(1000 * len(chunk) / BYTES_PER_S)
             await self._send_audio(encoder.flush())  # what the resampler held back of this clause
-            self.timeline.ends.append((clause.text, self.timeline.sent_ms))
+            if delta := self.heard.sent(clause.text):  # its words, now that its audio went out
+                await self.frames.text_delta(delta)
 
     async def _send_audio(self, deltas: list[bytes]) -> None:
         for delta in deltas:
             await self.frames.content("response.output_audio.delta", delta=base64.b64encode(delta).decode())
-
-    @property
-    def heard(self) -> list[str]:
-        """The clauses whose audio was fully sent."""
-        return self.timeline.heard

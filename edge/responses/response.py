@@ -2,8 +2,8 @@
 the audio are done, or ``cancel()`` stops both at once (barge-in or ``response.cancel``).
 
 Cancelling closes the router stream, which cancels the region's turn. The response's text for
-history is what was heard: everything when it completed (or was text only), the fully sent clauses
-otherwise.
+history is what was heard (its ``Heard`` record, ``edge/turns/heard.py``): every transcript delta
+the client got, which is everything when it completed, the fully sent clauses otherwise.
 
 Every response ends with ``response.done``: ``completed``, ``cancelled``, or ``failed`` with its
 ``status_details.error`` (the client's error when the request was refused, ``server_error`` when
@@ -21,13 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from edge.audio.audio_formats import FORMATS
-from edge.responses.fallback_reply import FallbackReply
 from edge.responses.params import ResponseParams
 from edge.responses.playback import Player
 from edge.responses.relay import OnCall, RouterRelay
 from edge.responses.response_frames import ResponseFrames, Status, response_usage
 from edge.shared.events import Send
 from edge.shared.protocols import FallbackSpeaker
+from edge.tenancy.audit import TurnTrail
+from edge.turns.edge_voice import EdgeVoice
+from edge.turns.heard import Heard
+from edge.turns.reader import Refuse, TurnReader
 from router.api import RoutedEvent
 from wire.tasks import cancel_and_wait
 
@@ -72,7 +75,12 @@ class Response:
     prompt: tuple[str, ...] = ()
     """The text the region was given (instructions, history, the user's words), for ``usage``."""
     arrival: Callable[[], float] = time.perf_counter
-    """When the event just read from ``events`` reached the edge (``RouterRelay.arrival``)."""
+    """When the event just read from ``events`` reached the edge (``TurnReader.received``)."""
+    trail: TurnTrail | None = None
+    """The turn's audit trail, kept by its reader."""
+    refuse: Refuse | None = None
+    """The key's ``on_no_region: error`` policy (``TurnReader``)."""
+    turn_id: str = ""
     _cancel_reason: CancelReason | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -85,15 +93,23 @@ class Response:
             self.frames.max_output_tokens = params.max_output_tokens
             self.frames.output_audio = params.output_audio
         self.player = Player(self.frames, self.lead_s, self.relay_times, FORMATS[self.output_format])
-        fallback = FallbackReply(self.fallback, self.hold_message)
-        self.relay = RouterRelay(
-            self.events, self.frames, self.player, fallback, self.on_transcript, on_call=self.on_call,
-            arrival=self.arrival,
+        reader = TurnReader(
+            self.events, heard=self.player.heard, trail=self.trail, refuse=self.refuse,
+            turn_id=self.turn_id, arrival=self.arrival,
         )  # fmt: skip
+        voice = EdgeVoice(self.fallback, self.hold_message)
+        self.relay = RouterRelay(
+            reader, self.frames, self.player, voice, self.on_transcript, on_call=self.on_call
+        )
 
     @property
     def id(self) -> str:
         return self.frames.id
+
+    @property
+    def heard(self) -> Heard:
+        """What the client heard of it so far."""
+        return self.player.heard
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -129,9 +145,7 @@ class Response:
             status = "failed"
             error = {"type": refused.error_type, "code": refused.code, "message": refused.message}
         full_text = "".join(self.relay.text).strip()
-        # Text-only: the client has every delta sent. Audio: only the clauses played out.
-        whole = status == "completed" or not self.frames.output_audio
-        heard_text = full_text if whole else " ".join(self.player.heard)
+        heard_text = self.heard.heard_text  # every transcript delta sent: all of it, unless cut short
         usage = response_usage([*self.prompt, self.relay.transcript or ""], full_text, self.relay.usage)
         await self.frames.finished(status, heard_text, self._cancel_reason, error, usage)
         return ResponseResult(

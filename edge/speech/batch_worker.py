@@ -37,7 +37,6 @@ from edge.speech.webhooks import WebhookFailed, WebhookRefused, deliver
 from edge.stores.redis.batches import BatchStore, Claim, ItemResult, ItemSpec, JobRecord
 from edge.turns.speech_stream import SpeechStream
 from router.api import SessionRouting
-from router.continuation import unvoiced_rest
 from wire.bounded_redis import FAILURES
 from wire.errors import NoRegionAvailable, ProtocolError
 from wire.turn import TurnStart
@@ -187,7 +186,7 @@ class BatchWorker:
         parts.append(encoder.finish())
         audio = b"".join(parts)
         out = stream.outcome
-        if not out.complete and unvoiced_rest(spec.input, out.heard):
+        if not out.complete and out.heard.unvoiced_rest(spec.input):
             # The turn ended (``TurnDone`` not completed) with text unsaid: kept, it would be a
             # cut result marked completed. Tried again whole, like an item no region could take.
             raise NoRegionAvailable("the region ended the item before its end")

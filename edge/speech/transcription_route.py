@@ -77,7 +77,7 @@ async def transcribe(
     )  # fmt: skip
     t0 = time.perf_counter()
     trail = TurnTrail()
-    result = await run_transcription(deps.router.run_turn(routing, start, pcm), see=trail.see)
+    result = await run_transcription(deps.router.run_turn(routing, start, pcm), trail)
     residency = None if routing.residency is None else sorted(routing.residency)
     await book_transcription(
         deps.accounting, trail, key_id=principal.key_id, session_id=routing.session_id,

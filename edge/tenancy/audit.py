@@ -24,9 +24,8 @@ import msgspec
 from edge.stores.base import Trail
 from edge.stores.memory import MemoryTrail
 from edge.stores.redis.trail import RedisTrail
-from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent
+from router.api import ClientRefused, Degraded
 from wire.bounded_redis import BoundedRedis
-from wire.client import ClauseAudio
 
 Outcome = Literal["completed", "degraded", "failed", "cancelled"]
 EDGE = "edge"
@@ -64,7 +63,8 @@ class AuditRecord(msgspec.Struct, kw_only=True):
 
 @dataclass
 class TurnTrail:
-    """What the router's stream said about one turn: the regions, the failovers, how it ended."""
+    """What the router's stream said about one turn: the regions, the failovers, how it ended (kept
+    by the turn's reader, ``edge/turns/reader.py``)."""
 
     regions: list[str] = field(default_factory=list)
     hops: list[Hop] = field(default_factory=list)
@@ -73,17 +73,8 @@ class TurnTrail:
     audio_out_bytes: int = 0
     """Region audio relayed (24 kHz PCM16)."""
 
-    def see(self, ev: RoutedEvent) -> None:
-        if isinstance(ev, ClauseAudio):
-            self.audio_out_bytes += len(ev.pcm)
-        elif isinstance(ev, Routed):
-            self.regions.append(ev.region)
-        elif isinstance(ev, FailedOver):
-            self.hops.append(Hop(from_region=ev.from_region, to=ev.to_region, reason=ev.reason))
-        elif isinstance(ev, Degraded):
-            self.degraded = ev
-        elif isinstance(ev, ClientRefused):
-            self.refused = ev
+    def failed_over(self, from_region: str, to: str, reason: str) -> None:
+        self.hops.append(Hop(from_region=from_region, to=to, reason=reason))
 
     def left_for(self, to: str) -> None:
         """The degraded turn went to ``to`` (``edge`` or ``none``): its last hop, if a region failed."""

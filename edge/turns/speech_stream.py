@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from edge.shared.protocols import FallbackSpeaker
 from edge.tenancy.audit import EDGE, TurnTrail
+from edge.turns.edge_voice import EdgeVoice
+from edge.turns.heard import Heard
+from edge.turns.reader import TurnHandler, TurnReader
 from router.api import ClientRefused, Degraded, Routed, SessionRouting, TurnRouter
-from router.continuation import join_text, unvoiced_rest
 from wire.client import ClauseAudio
 from wire.errors import NoRegionAvailable
 from wire.turn import TurnDone, TurnStart
@@ -49,8 +52,8 @@ class SpeechOutcome:
     """``edge-voice`` when the edge's own voice spoke (some of) it; the router's reason is in
     ``degraded_reason``."""
     degraded_reason: str = ""
-    heard: str = ""
-    """The clauses delivered so far, joined."""
+    heard: Heard = field(default_factory=Heard)
+    """What was delivered so far (``heard.voiced``: its clauses, joined)."""
     audio_bytes: int = 0
     complete: bool = False
     """A region ended the turn as ``completed``: every clause was spoken by regions, none cut (what
@@ -62,23 +65,26 @@ Book = Callable[[TurnTrail, str], Awaitable[None]]
 ``cancelled`` (the client went away)."""
 
 
-class SpeechStream:
+class SpeechStream(TurnHandler):
     def __init__(
         self, router: TurnRouter, fallback: FallbackSpeaker, routing: SessionRouting, start: TurnStart,
         *, speak_on_no_region: bool = True, book: Book | None = None, all_or_nothing: bool = False,
     ) -> None:  # fmt: skip
         assert start.speak_text is not None
-        self._fallback = fallback
+        self._voice = EdgeVoice(fallback)
         self._start = start
         self._text = start.speak_text
-        self._events = router.run_turn(routing, start)
+        self.outcome = SpeechOutcome()
+        self.trail = TurnTrail()
+        self._reader = TurnReader(router.run_turn(routing, start), heard=self.outcome.heard, trail=self.trail)
         self._speak_on_no_region = speak_on_no_region
         self._all_or_nothing = all_or_nothing
         """No region left, or a refusal, after some audio: raise too (a batch item is tried again
         whole, later, or fails), rather than let the edge's voice finish it or keep half of it."""
         self._first: list[Piece] = []
-        self.outcome = SpeechOutcome()
-        self.trail = TurnTrail()
+        self._ready: deque[Piece] = deque()
+        """Pieces the reader's hooks made, for ``_pieces`` to yield."""
+        self._degraded: Degraded | None = None
         self._book = book
         self._status = "cancelled"
         """Until the stream ends on its own (``completed``) or raises (``failed``)."""
@@ -114,44 +120,47 @@ class SpeechStream:
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             await self._gen.aclose()
-        with contextlib.suppress(Exception):
-            await self._events.aclose()  # type: ignore[attr-defined]
+        await self._reader.aclose()
         book, self._book = self._book, None  # once, however the stream ended
         if book is not None:
             await book(self.trail, self._status)
 
     async def _pieces(self) -> AsyncGenerator[Piece, None]:
-        out = self.outcome
-        async for ev in self._events:
-            self.trail.see(ev)
-            if isinstance(ev, Routed):
-                out.regions.append(ev.region)
-            elif isinstance(ev, ClauseAudio):
-                out.heard = join_text(out.heard, ev.clause.text)
-                out.audio_bytes += len(ev.pcm)
-                yield Piece(ev.pcm, out.regions[-1] if out.regions else "")
-            elif isinstance(ev, ClientRefused):
-                if not out.audio_bytes or self._all_or_nothing:  # a batch item keeps no half result
-                    raise ev.error()
-                log.warning("speech %s refused mid-stream: %s", self._start.turn_id, ev.message)
-                return
-            elif isinstance(ev, Degraded):
-                async for piece in self._degraded(ev):
-                    yield piece
-                return
-            elif isinstance(ev, TurnDone):
-                out.complete = ev.status == "completed"
-                return
+        async with contextlib.aclosing(self._reader.read(self)) as reading:
+            async for _ in reading:
+                while self._ready:
+                    yield self._ready.popleft()
+        if self._degraded is not None:
+            async for piece in self._edge_voice(self._degraded):
+                yield piece
 
-    async def _degraded(self, ev: Degraded) -> AsyncIterator[Piece]:
+    async def got_routed(self, ev: Routed) -> None:
+        self.outcome.regions.append(ev.region)
+
+    async def got_clause(self, ev: ClauseAudio, piece: str) -> None:
+        self.outcome.audio_bytes += len(ev.pcm)
+        self._ready.append(Piece(ev.pcm, self._reader.region))
+
+    async def got_refused(self, ev: ClientRefused) -> None:
+        if not self.outcome.audio_bytes or self._all_or_nothing:  # a batch item keeps no half result
+            raise ev.error()
+        log.warning("speech %s refused mid-stream: %s", self._start.turn_id, ev.message)
+
+    async def got_degraded(self, ev: Degraded) -> None:
+        self._degraded = ev  # spoken once the reader is done (``_pieces``)
+
+    async def got_done(self, ev: TurnDone) -> None:
+        self.outcome.complete = ev.status == "completed"
+
+    async def _edge_voice(self, ev: Degraded) -> AsyncIterator[Piece]:
         out = self.outcome
-        rest = unvoiced_rest(self._text, out.heard)
+        rest = self._voice.words(ev, out.heard, voiced=bool(out.audio_bytes), known_text=self._text)
         if not rest:
             return  # every clause was delivered before the region died: nothing is missing
         if not self._speak_on_no_region and (self._all_or_nothing or not out.audio_bytes):
             raise NoRegionAvailable(f"no region could serve this request ({ev.reason})")
         out.fallback, out.degraded_reason = "edge-voice", ev.reason
-        async for _sentence, pcm in self._fallback.speak(rest):
+        async for _sentence, pcm in self._voice.speak(rest):
             out.audio_bytes += len(pcm)
             yield Piece(pcm, EDGE)
 

@@ -9,47 +9,45 @@ or the request was at fault). ``POST /v1/audio/transcriptions`` and the Realtime
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from edge.tenancy.accounting import Accounting
 from edge.tenancy.audit import NOWHERE, AuditRecord, TurnTrail, now
 from edge.tenancy.usage import UsageDelta
+from edge.turns.reader import TurnHandler, TurnReader
 from router.api import ClientRefused, Degraded, Routed, RoutedEvent
 from wire.turn import Transcript
 
 
 @dataclass
-class TranscriptionResult:
+class TranscriptionResult(TurnHandler):
     transcript: Transcript | None = None
     degraded: Degraded | None = None
     refused: ClientRefused | None = None
     region: str = ""
     """The region whose transcript it is (``""``: none)."""
 
+    async def got_routed(self, ev: Routed) -> None:
+        self.region = ev.region
+
+    async def got_transcript(self, ev: Transcript) -> None:
+        self.transcript = ev
+
+    async def got_degraded(self, ev: Degraded) -> None:
+        self.degraded = ev
+
+    async def got_refused(self, ev: ClientRefused) -> None:
+        self.refused = ev
+
 
 async def run_transcription(
-    events: AsyncIterator[RoutedEvent], see: Callable[[RoutedEvent], None] | None = None
+    events: AsyncIterator[RoutedEvent], trail: TurnTrail | None = None
 ) -> TranscriptionResult:
-    """Read ``events`` to the end (so the router counts the turn as served), calling ``see`` on each
-    (an audit trail); the stream is closed however this ends."""
+    """Read ``events`` to the turn's end (``edge/turns/reader.py``), noting it in ``trail`` (the
+    audit's); the stream is closed however this ends."""
     result = TranscriptionResult()
-    try:
-        async for ev in events:
-            if see is not None:
-                see(ev)
-            if isinstance(ev, Transcript):
-                result.transcript = ev
-            elif isinstance(ev, Degraded):
-                result.degraded = ev
-            elif isinstance(ev, ClientRefused):
-                result.refused = ev
-            elif isinstance(ev, Routed):
-                result.region = ev.region
-    finally:
-        with contextlib.suppress(Exception):
-            await events.aclose()  # type: ignore[attr-defined]
+    await TurnReader(events, trail=trail).run(result)
     return result
 
 
