@@ -40,7 +40,22 @@ class Pipeline:
     def __init__(self, stages: Stages) -> None:
         self.stages = stages
 
-    def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
+    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
+        """A turn: read aloud (speak-only), or heard and, when it is to be answered, answered."""
+        if turn.start.speak_text is not None:
+            async for event in self.read_aloud(turn):
+                yield event
+            return
+        user_text, transcript = await self.hear(turn)
+        if transcript is not None:
+            yield transcript
+        if not self.answers(turn, user_text):
+            return
+        async for event in self.answer(turn, user_text):
+            yield event
+
+    def answer(self, turn: Turn, user_text: str) -> AsyncGenerator[PipelineEvent, None]:
+        """The answer to ``user_text``: how the stages run is each pipeline's own."""
         raise NotImplementedError
 
     async def user_text(self, turn: Turn) -> str:
@@ -164,16 +179,7 @@ class Pipeline:
 class NaivePipeline(Pipeline):
     """Each stage waits for the previous one to finish; first audio = all the work."""
 
-    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        if turn.start.speak_text is not None:
-            async for event in self.read_aloud(turn):
-                yield event
-            return
-        user_text, transcript = await self.hear(turn)
-        if transcript is not None:
-            yield transcript
-        if not self.answers(turn, user_text):
-            return
+    async def answer(self, turn: Turn, user_text: str) -> AsyncGenerator[PipelineEvent, None]:
         t = time.perf_counter()
         async for delta in self.stages.llm.stream(turn.start, user_text):
             if isinstance(delta, TokenUsage):

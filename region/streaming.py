@@ -35,16 +35,7 @@ class _FirstClauseHold:
 
 
 class StreamingPipeline(Pipeline):
-    async def run(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
-        if turn.start.speak_text is not None:
-            async for event in self.read_aloud(turn):
-                yield event
-            return
-        user_text, transcript = await self.hear(turn)
-        if transcript is not None:
-            yield transcript
-        if not self.answers(turn, user_text):
-            return
+    async def answer(self, turn: Turn, user_text: str) -> AsyncGenerator[PipelineEvent, None]:
         out: asyncio.Queue[PipelineEvent | BaseException | _End] = asyncio.Queue()
         clauses: asyncio.Queue[str | ToolCalls | None] = asyncio.Queue()
         hold = _FirstClauseHold()
