@@ -11,6 +11,7 @@ from typing import NoReturn
 import click
 import uvloop
 from rich.console import Console
+from rich.markup import escape
 
 from voicemesh import __version__
 from wire.errors import VoicemeshError
@@ -38,11 +39,12 @@ profile_option = click.option(
 
 
 def progress(line: str) -> None:
-    console.print(f"[cyan]›[/cyan] {line}")
+    # Lines carry paths, URLs and tools' own messages ("[file:53]"): text, never markup.
+    console.print(f"[cyan]›[/cyan] {escape(line)}")
 
 
 def fail(message: str, *, code: int = 1) -> NoReturn:
-    console.print(f"[bold red]error:[/bold red] {message}")
+    console.print(f"[bold red]error:[/bold red] {escape(message)}")
     sys.exit(code)
 
 

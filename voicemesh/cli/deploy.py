@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
+from rich.markup import escape
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, fail, progress, run_until_signal
@@ -97,7 +98,7 @@ def _teardown_or_fail(ledger: Ledger, why: str, code: int = 1) -> NoReturn:
         fail(f"{why}; and not everything stopped: {'; '.join(problems)}. Run `voicemesh down`.", code=code)
     _say("stopped: no process and no listening port left")
     with contextlib.suppress(OSError):
-        console.print(f"[yellow]{why}[/yellow]")
+        console.print(f"[yellow]{escape(why)}[/yellow]")
     sys.exit(code)
 
 
