@@ -53,8 +53,8 @@ async def test_spoken_question_gets_spoken_answer(
         "input_audio_buffer.speech_stopped",
         "input_audio_buffer.committed",
         "response.created",
+        "response.output_audio.delta",  # a clause's words go out once its audio has (edge/turns/heard.py)
         "response.output_audio_transcript.delta",
-        "response.output_audio.delta",
         "response.output_audio.done",
         "response.done",
     ]
