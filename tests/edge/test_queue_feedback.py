@@ -30,5 +30,7 @@ async def test_queued_turn_reports_position_and_wait(
     queued = [e for r in replies for e in r.events if e.type == "voicemesh.turn.queued"]
     assert queued, [r.types for r in replies]
     assert all(e.position >= 1 and e.estimated_wait_s >= 0 for e in queued)
-    assert all(r.status == "completed" and r.audio for r in replies)
+    assert all(r.status == "completed" and r.audio for r in replies), [
+        (r.status, len(r.audio), r.types[-3:]) for r in replies
+    ]
     assert all(r.metadata.get("voicemesh_region") == "edge-queue" for r in replies)
