@@ -56,20 +56,23 @@ export class HttpError extends Error {
   }
 }
 
+/** The edge's reason for a non-2xx answer, as an HttpError (its JSON `detail` or `error.message`). */
+export async function httpError(res) {
+  let reason = res.statusText;
+  try {
+    const body = await res.json();
+    reason = body.detail || body.error?.message || body.message || JSON.stringify(body);
+  } catch {
+    /* not JSON: keep the status text */
+  }
+  return new HttpError(res.status, reason);
+}
+
 /** fetch() with the key as a Bearer token; a non-2xx answer throws HttpError with the edge's reason. */
 export async function authedFetch(url, key, init = {}) {
   const headers = new Headers(init.headers || {});
   headers.set("Authorization", `Bearer ${key}`);
   const res = await fetch(url, { ...init, headers });
-  if (!res.ok) {
-    let reason = res.statusText;
-    try {
-      const body = await res.json();
-      reason = body.detail || body.error?.message || body.message || JSON.stringify(body);
-    } catch {
-      /* not JSON: keep the status text */
-    }
-    throw new HttpError(res.status, reason);
-  }
+  if (!res.ok) throw await httpError(res);
   return res.json();
 }

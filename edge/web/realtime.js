@@ -39,3 +39,17 @@ export function openRealtime(secret) {
     );
   });
 }
+
+/** A message handler that parses each Realtime event and hands it on; a bad one goes to `onError`. */
+export function eventReader(onEvent, onError) {
+  return (text) => {
+    let ev;
+    try {
+      ev = JSON.parse(text);
+    } catch (err) {
+      onError(`bad event from the edge: ${err.message}`);
+      return;
+    }
+    onEvent(ev);
+  };
+}

@@ -1,13 +1,17 @@
-// The talk page: microphone -> edge Realtime socket -> transcript, reply text and gapless audio,
+// The talk page: microphone -> the edge's Realtime endpoint -> transcript, reply text and audio,
 // with each turn's serving region, degradation, queue position and latency breakdown.
+// Two transports (transport.js picks one): WebRTC (webrtc.js, the default) and the WebSocket
+// (ws-call.js). Both deliver the same Realtime events here; each plays the answer its own way.
 //
 // `window.voicemesh.snapshot()` returns the page's state as plain JSON (the browser test reads it).
 
 import { askForKey, forgetKey, HttpError, takeKeyFromFragment } from "./auth.js";
-import { base64ToInt16, int16ToBase64, Player } from "./player.js";
-import { mintClientSecret, openRealtime } from "./realtime.js";
+import { mintClientSecret } from "./realtime.js";
 import { routingNote } from "./routing.js";
+import { transportSwitch } from "./transport.js";
 import { Turns } from "./turns.js";
+import { openWebRtcCall } from "./webrtc.js";
+import { openWebSocketCall } from "./ws-call.js";
 
 const $ = (sel) => document.querySelector(sel);
 const ui = {
@@ -18,13 +22,13 @@ const ui = {
   queue: $("#queue"),
   error: $("#error"),
   keyForm: $("#key-form"),
+  transport: $("#transport"),
+  remoteAudio: $("#remote-audio"),
 };
 
-let ctx = null; // one AudioContext: capture and playback share its clock
-let player = null;
-let ws = null;
-let mic = null; // { stream, node }
-let micFrames = 0;
+let ctx = null; // one AudioContext: capture, playback and meters share its clock
+let call = null; // the open WebRtcCall or WebSocketCall
+let lastCall = null; // what the snapshot reports after a hang-up
 const eventCounts = {};
 const errors = [];
 const turns = new Turns($("#turns"), $("#turn-tpl"));
@@ -50,83 +54,40 @@ function showQueue(queue) {
   ui.queue.hidden = false;
 }
 
-function send(event) {
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(event));
-}
-
-async function audioContext() {
+function audioContext() {
   if (ctx) return ctx;
   try {
     ctx = new AudioContext({ sampleRate: 24000, latencyHint: "interactive" });
   } catch {
     ctx = new AudioContext({ latencyHint: "interactive" }); // the worklet resamples instead
   }
-  await ctx.audioWorklet.addModule("/web/audio-worklet.js");
-  player = new Player(ctx);
-  player.onIdle = () => {
-    turns.playbackEnded();
-    if (ws) setStatus("live", "listening");
-  };
   return ctx;
 }
 
-async function startMic() {
-  const stream = await navigator.mediaDevices.getUserMedia({
-    // Echo cancellation keeps the answer coming out of the speakers from barging in on itself;
-    // noise suppression and gain control are left to the edge's VAD (they smear synthetic and
-    // quiet speech and cost Whisper words).
-    audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
-  });
-  const source = ctx.createMediaStreamSource(stream);
-  const node = new AudioWorkletNode(ctx, "pcm-capture");
-  node.port.onmessage = ({ data }) => {
-    micFrames += 1;
-    ui.level.value = data.rms;
-    send({ type: "input_audio_buffer.append", audio: int16ToBase64(new Int16Array(data.pcm)) });
-  };
-  source.connect(node);
-  // The worklet outputs nothing; it is connected only so the graph pulls it.
-  node.connect(ctx.destination);
-  mic = { stream, node, source };
+function playbackEnded() {
+  turns.playbackEnded();
+  if (call) setStatus("live", "listening");
 }
 
-function stopMic() {
-  if (!mic) return;
-  mic.stream.getTracks().forEach((t) => t.stop());
-  mic.source.disconnect();
-  mic.node.disconnect();
-  mic = null;
-  ui.level.value = 0;
-}
-
-function onEvent(ev) {
+/** One Realtime event from `from` (the call it came on: events can arrive before it is `call`). */
+function onEvent(ev, from) {
   const now = performance.now();
   eventCounts[ev.type] = (eventCounts[ev.type] || 0) + 1;
   switch (ev.type) {
     case "session.created":
       // Ask for what this page relies on; an edge that already does it just echoes session.updated.
-      send({
-        type: "session.update",
-        session: {
-          type: "realtime",
-          audio: {
-            input: {
-              format: { type: "audio/pcm", rate: 24000 },
-              transcription: { model: "whisper-1" },
-              turn_detection: { type: "server_vad" },
-            },
-            output: { format: { type: "audio/pcm", rate: 24000 } },
-          },
-        },
-      });
+      from.send(sessionUpdate(from.kind));
       setStatus("live", "listening");
       break;
-    case "input_audio_buffer.speech_started":
-      // Barge-in by simply talking: the edge cancels the region's turn; we silence what is queued.
-      if (player.playing) turns.interrupted(player.stopAll());
+    case "input_audio_buffer.speech_started": {
+      // Barge-in by simply talking: the edge cancels the region's turn; the WebSocket player
+      // silences what it has queued (over WebRTC the edge stops the track: output_audio_buffer.cleared).
+      const unplayed = from.bargeIn();
+      if (unplayed !== null) turns.interrupted(unplayed);
       turns.speechStarted(now);
       setStatus("live", "hearing you");
       break;
+    }
     case "input_audio_buffer.speech_stopped":
       turns.speechStopped(now);
       setStatus("live", "thinking");
@@ -149,18 +110,26 @@ function onEvent(ev) {
     case "response.output_text.done":
       turns.assistantDone(ev.response_id, ev.transcript ?? ev.text ?? null);
       break;
-    case "response.output_audio.delta": {
-      const pcm = base64ToInt16(ev.delta || "");
-      player.enqueue(pcm);
-      turns.audioDelta(ev.response_id, pcm.length, now);
+    case "response.output_audio.delta": // WebSocket only: over WebRTC the audio is on the track
+      turns.audioDelta(ev.response_id, from.play(ev.delta || ""), now);
       showQueue(null);
       setStatus("live", "speaking");
       break;
-    }
-    case "response.done":
-      turns.responseDone(ev.response || {}, now, player.playing);
+    case "output_audio_buffer.started": // WebRTC: the answer's audio started on the track
+      turns.audioDelta(ev.response_id, 0, now);
       showQueue(null);
-      if (!player.playing) setStatus("live", "listening");
+      setStatus("live", "speaking");
+      break;
+    case "output_audio_buffer.stopped":
+      playbackEnded();
+      break;
+    case "output_audio_buffer.cleared": // WebRTC barge-in: the edge cut the answer's audio
+      turns.interrupted(null);
+      break;
+    case "response.done":
+      turns.responseDone(ev.response || {}, now, from.playing);
+      showQueue(null);
+      if (!from.playing) setStatus("live", "listening");
       break;
     case "error": {
       const err = ev.error || {};
@@ -178,39 +147,51 @@ function onEvent(ev) {
   }
 }
 
+/** What this page relies on; over WebRTC the audio formats are the track's (Opus), not the session's. */
+function sessionUpdate(kind) {
+  const pcm = { type: "audio/pcm", rate: 24000 };
+  const input = { transcription: { model: "whisper-1" }, turn_detection: { type: "server_vad" } };
+  const audio = kind === "websocket" ? { input: { format: pcm, ...input }, output: { format: pcm } } : { input };
+  return { type: "session.update", session: { type: "realtime", audio } };
+}
+
+async function mintWithKey() {
+  let key = await askForKey(ui.keyForm);
+  for (;;) {
+    try {
+      return await mintClientSecret(key);
+    } catch (err) {
+      if (!(err instanceof HttpError) || (err.status !== 401 && err.status !== 403)) throw err;
+      forgetKey(); // wrong key: ask again rather than fail
+      showError(`the edge refused that key (${err.message}); enter it again`);
+      key = await askForKey(ui.keyForm);
+    }
+  }
+}
+
 async function connect() {
   ui.start.disabled = true;
+  ui.transport.disabled = true;
   ui.error.hidden = true;
   try {
-    await audioContext();
-    await ctx.resume();
+    await audioContext().resume(); // inside the click: browsers start audio only on a gesture
     setStatus("connecting", "connecting");
-    let key = await askForKey(ui.keyForm);
-    let secret;
-    for (;;) {
-      try {
-        secret = await mintClientSecret(key);
-        break;
-      } catch (err) {
-        if (!(err instanceof HttpError) || (err.status !== 401 && err.status !== 403)) throw err;
-        forgetKey(); // wrong key: ask again rather than fail
-        showError(`the edge refused that key (${err.message}); enter it again`);
-        key = await askForKey(ui.keyForm);
-      }
-    }
-    ws = await openRealtime(secret);
-    ws.addEventListener("message", (msg) => {
-      try {
-        onEvent(JSON.parse(msg.data));
-      } catch (err) {
-        showError(`bad event from the edge: ${err.message}`);
-      }
-    });
-    ws.addEventListener("close", (ev) => {
-      if (ev.code !== 1000) showError(`connection closed (${ev.code} ${ev.reason || "no reason"})`);
-      hangUp();
-    });
-    await startMic();
+    const secret = await mintWithKey(); // a new secret for each connection
+    const handlers = {
+      onEvent,
+      onError: showError,
+      onIdle: playbackEnded,
+      onMicLevel: (rms) => (ui.level.value = rms),
+      onClose: (reason) => {
+        if (reason) showError(reason);
+        hangUp();
+      },
+    };
+    call =
+      ui.transport.value === "websocket"
+        ? await openWebSocketCall(secret, ctx, handlers)
+        : await openWebRtcCall(secret, ctx, ui.remoteAudio, handlers);
+    lastCall = call;
     ui.stop.disabled = false;
   } catch (err) {
     showError(err.message || String(err));
@@ -219,17 +200,18 @@ async function connect() {
 }
 
 function hangUp() {
-  stopMic();
-  if (player) player.stopAll();
-  if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, "hang up");
-  ws = null;
+  if (call) call.close();
+  call = null;
+  ui.level.value = 0;
   showQueue(null);
   setStatus("idle");
   ui.start.disabled = false;
+  ui.transport.disabled = false;
   ui.stop.disabled = true;
 }
 
 takeKeyFromFragment(); // at once: the key should not linger in the address bar or history
+transportSwitch(ui.transport);
 ui.start.addEventListener("click", connect);
 ui.stop.addEventListener("click", hangUp);
 
@@ -238,17 +220,12 @@ window.voicemesh = {
   hangUp,
   snapshot: () => ({
     status: ui.status.textContent,
-    connected: !!ws && ws.readyState === WebSocket.OPEN,
-    micFrames,
+    transport: ui.transport.value,
+    connected: !!call && call.open,
+    micFrames: 0,
     sampleRate: ctx ? ctx.sampleRate : null,
-    player: player
-      ? {
-          samplesScheduled: player.samplesScheduled,
-          samplesStopped: player.samplesStopped,
-          peakRms: player.peakRms,
-          playing: player.playing,
-        }
-      : null,
+    player: null,
+    ...(lastCall ? lastCall.snapshot() : {}),
     turns: turns.snapshot(),
     events: { ...eventCounts },
     errors: [...errors],

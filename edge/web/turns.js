@@ -78,7 +78,8 @@ class Turn {
       failovers: this.failovers,
       queue: this.queue,
       state: this.state,
-      audioSamples: this.audioSamples,
+      audioSamples: this.audioSamples, // WebSocket only: over WebRTC the audio is on the track
+      audioStarted: this.t.firstAudio !== undefined,
       metadata: this.metadata,
       latency: this.latency(),
     };

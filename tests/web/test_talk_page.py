@@ -1,4 +1,5 @@
-"""The talk page in a real Chromium whose microphone is a speech WAV, against a real local deployment.
+"""The talk page on its WebSocket transport (``?transport=websocket``) in a real Chromium whose
+microphone is a speech WAV, against a real local deployment (WebRTC, the default: test_talk_webrtc.py).
 
 The page mints a client secret with the API key, opens the edge's Realtime socket with it, streams
 the fake microphone through its AudioWorklet, and plays the answer. ``window.voicemesh.snapshot()``
@@ -7,48 +8,20 @@ is the page's own state; the DOM checks make sure the user actually sees it.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from typing import Any
-
 from playwright.async_api import Page
 
 from tests.fixtures.edge import RunningEdge
 from tests.web.conftest import docs_screenshot
-
-TURN_TIMEOUT_S = 120.0  # Whisper + SmolLM2 + Kokoro on a shared 2-core CPU
-
-
-async def snapshot(page: Page) -> dict[str, Any]:
-    snap: dict[str, Any] = await page.evaluate("window.voicemesh.snapshot()")
-    return snap
-
-
-async def wait_for_answer(page: Page) -> dict[str, Any]:
-    """Poll the page until a turn's answer has been played to the end (or fail with what it shows)."""
-    deadline = time.monotonic() + TURN_TIMEOUT_S
-    snap = await snapshot(page)
-    while time.monotonic() < deadline:
-        snap = await snapshot(page)
-        if any(t["state"] == "done" and t["audioSamples"] > 0 for t in snap["turns"]):
-            return snap
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"no answer played within {TURN_TIMEOUT_S:.0f} s; the page shows {snap}")
-
-
-async def talk(page: Page, edge: RunningEdge) -> dict[str, Any]:
-    await page.goto(f"{edge.http_url}/#key={edge.api_key}")
-    assert "#key" not in page.url, "the key must leave the address bar"
-    await page.click("#start")
-    return await wait_for_answer(page)
-
+from tests.web.driving import snapshot, talk
 
 async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
     page: Page, web_edge: RunningEdge
 ) -> None:
-    snap = await talk(page, web_edge)
+    snap = await talk(page, web_edge, "websocket")
 
     assert snap["errors"] == [], snap["errors"]
+    assert snap["transport"] == "websocket"
+    assert snap["events"].get("response.output_audio.delta", 0) > 0, snap["events"]
     assert snap["sampleRate"] == 24_000
     assert snap["micFrames"] > 100, "the worklet sent (almost) no microphone audio"
     turn = next(t for t in snap["turns"] if t["audioSamples"] > 0)
@@ -80,7 +53,7 @@ async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
 
 
 async def test_degraded_turn_is_marked_and_still_spoken(page: Page, lonely_web_edge: RunningEdge) -> None:
-    snap = await talk(page, lonely_web_edge)
+    snap = await talk(page, lonely_web_edge, "websocket")
 
     turn = next(t for t in snap["turns"] if t["audioSamples"] > 0)
     assert turn["degraded"], turn
