@@ -4,8 +4,9 @@ Plain ES modules from ``edge/web/``, served as they are: no build step, nothing 
 at run time. The pages themselves hold no secret. They authenticate with the edge's API key, which
 the user types once (or opens ``/#key=KEY``, as ``voicemesh up`` prints) and which stays in the
 tab's sessionStorage: the talk page trades it for a short-lived client secret at
-``POST /v1/realtime/client_secrets`` and opens the Realtime socket with that secret only; the
-operations page sends it as a Bearer token to the edge's authenticated ``GET /status``.
+``POST /v1/realtime/client_secrets`` and connects with that secret only (a WebRTC call at
+``POST /v1/realtime/calls`` by default, or the Realtime WebSocket); the operations page sends it as
+a Bearer token to the edge's authenticated ``GET /status``.
 """
 
 from __future__ import annotations
