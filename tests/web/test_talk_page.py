@@ -14,6 +14,7 @@ from tests.fixtures.edge import RunningEdge
 from tests.web.conftest import docs_screenshot
 from tests.web.driving import snapshot, talk
 
+
 async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
     page: Page, web_edge: RunningEdge
 ) -> None:

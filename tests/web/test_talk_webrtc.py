@@ -58,7 +58,9 @@ async def test_spoken_question_over_webrtc_shows_transcript_and_plays_answer(
     assert not closed["connected"] and closed["webrtc"]["connectionState"] == "closed", closed
 
 
-async def test_transport_switch_defaults_to_webrtc_and_keeps_the_choice(page: Page, web_edge: RunningEdge) -> None:
+async def test_transport_switch_defaults_to_webrtc_and_keeps_the_choice(
+    page: Page, web_edge: RunningEdge
+) -> None:
     await page.goto(f"{web_edge.http_url}/")
     assert await page.locator("#transport").input_value() == "webrtc"
     await page.select_option("#transport", "websocket")
