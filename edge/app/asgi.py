@@ -1,6 +1,7 @@
 """The edge's HTTP and WebSocket surface (Litestar).
 
 * ``GET /v1/realtime``  WebSocket, OpenAI Realtime protocol (auth at the handshake)
+* ``POST /v1/realtime/calls``  the same over WebRTC: SDP offer in, answer out (``edge/app/webrtc/``)
 * ``POST /v1/realtime/client_secrets``  mint a short-lived ``ek_`` secret from an API key
 * ``GET /status``  the router's view of the regions plus the edge's own counters (admin scope)
 * ``GET /health``  liveness, unauthenticated
@@ -43,6 +44,7 @@ from edge.app.dependencies import route_dependencies
 from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
+from edge.app.webrtc.routes import Calls, webrtc_route_handlers
 from edge.realtime.session_snapshot import SessionSnapshot
 from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, edge_error
 from edge.shared.metrics import CONTENT_TYPE, render
@@ -214,6 +216,7 @@ def create_app(services: EdgeServices) -> Litestar:
     if services.batches is not None:
         worker = BatchWorker(services.speech_deps(), services.batches, draining=lambda: services.draining)
     authenticate = functools.partial(_authenticate, services)
+    calls = Calls()
 
     async def startup(_: Litestar) -> None:
         await services.start()
@@ -223,6 +226,7 @@ def create_app(services: EdgeServices) -> Litestar:
     async def shutdown(_: Litestar) -> None:
         if worker is not None:
             await worker.stop()  # its claims go back to the queue: another edge takes them on
+        await calls.aclose()
         await services.aclose()
 
     return Litestar(
@@ -233,6 +237,7 @@ def create_app(services: EdgeServices) -> Litestar:
             health,
             metrics,
             *web_route_handlers(),  # issue 7
+            *webrtc_route_handlers(authenticate, calls),  # issue 32: /v1/realtime/calls (WebRTC)
             *key_route_handlers(),  # issue 17a: /v1/keys
             *tenant_route_handlers(authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
             *audio_route_handlers(authenticate),  # issue 16a: speech, transcriptions, models

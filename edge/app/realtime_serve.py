@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
-from litestar.connection import WebSocket
+from litestar.connection import ASGIConnection, WebSocket
 from litestar.exceptions import WebSocketDisconnect
 
 from edge.app.direct_ws import attach_direct
@@ -27,7 +28,7 @@ from edge.tenancy.session_tenancy import SessionTenancy
 
 
 def session_state(
-    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal,
+    socket: ASGIConnection[Any, Any, Any, Any], services: EdgeServices, principal: Principal,
     resumed: SessionSnapshot | None,
 ) -> SessionState:  # fmt: skip
     """The new or resumed session's state, in its key's residency narrowed by ``?residency=`` (and
@@ -50,52 +51,76 @@ def session_state(
     return state
 
 
+class Transport(Protocol):
+    """What a session is served over: the WebSocket (``serve``), a WebRTC call (``edge/app/webrtc/``)."""
+
+    async def receive(self) -> Any:
+        """The client's next frame as an ASGI message (``websocket.receive`` / ``.disconnect``)."""
+
+    async def send(self, text: str) -> None:
+        """One server event; ``ConnectionError`` when the client is gone."""
+
+    async def close(self, code: int, reason: str) -> None: ...
+
+    def attach(self, direct: Callable[[bytes], bool]) -> Callable[[], None]:
+        """Offer frames to ``direct`` from the transport's own callback (the fast append path); the
+        detach."""
+
+
+def new_session(
+    services: EdgeServices, state: SessionState, lease: str, principal: Principal, transport: Transport
+) -> tuple[RealtimeSession, KeySession]:
+    """The session on ``transport``, with its key's hooks (``rate_limits.updated``, revocation)."""
+    keyed = KeySession(services.limits, principal, transport.send)
+    session = RealtimeSession(
+        services.session_deps(), state, transport.send, transport.close, lease=lease,
+        policy=principal.policy, hooks=keyed,
+    )  # fmt: skip
+
+    async def revoked(code: str) -> None:
+        session.ended = code
+        await transport.close(1008, code)  # policy violation: not to be retried with the same key
+
+    keyed.end_when_revoked(services.auth.keys.watch, revoked)
+    return session, keyed
+
+
 async def serve(
     socket: WebSocket[Any, Any, Any], services: EdgeServices, state: SessionState, lease: str,
     resumed: SessionSnapshot | None, principal: Principal,
 ) -> None:  # fmt: skip
+    transport = _SocketTransport(socket)
+    session, keyed = new_session(services, state, lease, principal, transport)
+    await run_session(services, session, keyed, transport, opening=lambda: session.open(resumed))
+
+
+async def run_session(
+    services: EdgeServices, session: RealtimeSession, keyed: KeySession, transport: Transport,
+    opening: Callable[[], Awaitable[None]] | None = None,
+) -> None:  # fmt: skip
+    """Serve ``session`` (opened by ``opening``, or already) until the client goes, idles out or runs
+    out of time; then close it (its snapshot stays: the client may resume, ``docs/resume.md``)."""
     settings = services.settings
-    lock = asyncio.Lock()
-
-    async def send(text: str) -> None:
-        async with lock:  # the session, its response and its player all write to one socket
-            try:
-                await socket.send_text(text)
-            except WebSocketDisconnect as exc:
-                raise ConnectionError("the client went away") from exc
-
-    async def close(code: int, reason: str) -> None:
-        await socket.close(code=code, reason=reason)
-
-    keyed = KeySession(services.limits, principal, send)  # rate_limits.updated; revocation
-    session = RealtimeSession(
-        services.session_deps(), state, send, close, lease=lease, policy=principal.policy, hooks=keyed
-    )
-
-    async def revoked(code: str) -> None:
-        session.ended = code
-        await close(1008, code)  # policy violation: not to be retried with the same key
-
-    keyed.end_when_revoked(services.auth.keys.watch, revoked)
     frames = ClientFrames(
-        socket.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
+        transport.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
         handle_now=session.handle_now,
     )  # fmt: skip
     services.open_sessions += 1
     SESSIONS_OPEN.inc()
-    detach = attach_direct(socket.scope, frames.direct)
+    detach = transport.attach(frames.direct)
     try:
-        await session.open(resumed)
+        if opening is not None:
+            await opening()
         async for raw in frames:
             if session.ended is not None:
                 break  # taken over or drained: the socket is closed, late frames are not served
             await session.handle(raw)
     except (SessionIdle, SessionExpired) as exc:
         with contextlib.suppress(Exception):
-            await send(error_event(exc))
+            await transport.send(error_event(exc))
         await session.close()  # before the close frame: the client may reconnect the moment it reads it
         with contextlib.suppress(Exception):
-            await socket.close(code=1000, reason=exc.code)
+            await transport.close(1000, exc.code)
     except (WebSocketDisconnect, ConnectionError):
         pass
     finally:
@@ -103,7 +128,29 @@ async def serve(
         services.open_sessions -= 1
         SESSIONS_OPEN.dec()
         await keyed.aclose()
-        await session.close()  # the snapshot stays: the client may resume (``docs/resume.md``)
+        await session.close()
 
 
-__all__ = ["serve", "session_state"]
+class _SocketTransport:
+    def __init__(self, socket: WebSocket[Any, Any, Any]) -> None:
+        self._socket = socket
+        self._lock = asyncio.Lock()
+
+    async def receive(self) -> Any:
+        return await self._socket.receive()
+
+    async def send(self, text: str) -> None:
+        async with self._lock:  # the session, its response and its player all write to one socket
+            try:
+                await self._socket.send_text(text)
+            except WebSocketDisconnect as exc:
+                raise ConnectionError("the client went away") from exc
+
+    async def close(self, code: int, reason: str) -> None:
+        await self._socket.close(code=code, reason=reason)
+
+    def attach(self, direct: Callable[[bytes], bool]) -> Callable[[], None]:
+        return attach_direct(self._socket.scope, direct)
+
+
+__all__ = ["Transport", "new_session", "run_session", "serve", "session_state"]

@@ -25,6 +25,7 @@ a region's failure), keeping their code and message.
         * VoiceRefused (also wire UnknownVoice) - a voice no region speaks (``invalid_value``)
         * BadResidency (also wire BadEvent) - the residency asked for is not a list of tags
         * BadMintRequest - the body of ``POST /v1/realtime/client_secrets``
+        * BadCallRequest - the body of ``POST /v1/realtime/calls`` (a WebRTC offer: ``edge/app/webrtc/``)
         * BadKeyRequest - a body of the keys API (``/v1/keys``)
         * BadAdminQuery - a query parameter or path part of ``/v1/keys/{id}/audit`` or ``/usage``
       * NotAuthenticated - 401: no credential, or an unknown, expired or malformed one
@@ -126,6 +127,10 @@ class BadResidency(BadRequest, BadEvent):
 
 
 class BadMintRequest(BadRequest):
+    pass
+
+
+class BadCallRequest(BadRequest):
     pass
 
 

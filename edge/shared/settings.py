@@ -204,6 +204,9 @@ class EdgeSettings:
     """The profile's model names by kind (``llm``, ``stt``, ``tts``): ``GET /v1/models`` lists them."""
     speech_cache: SpeechCacheSettings = field(default_factory=SpeechCacheSettings)
     batches: BatchSettings = field(default_factory=BatchSettings)
+    webrtc_connect_s: float = 15.0
+    """Longest a WebRTC call (``POST /v1/realtime/calls``) may take to connect (ICE and DTLS), and to
+    come back after its connection drops: past it the call is closed and all it held is freed."""
 
 
 @dataclass(frozen=True)
