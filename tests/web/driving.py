@@ -37,3 +37,11 @@ async def talk(page: Page, edge: RunningEdge, transport: str) -> dict[str, Any]:
     assert await page.locator("#transport").input_value() == transport
     await page.click("#start")
     return await wait_for_answer(page)
+
+
+def played_peak(snap: dict[str, Any]) -> float:
+    """The peak RMS the page measured where its answer plays: the player's output analyser on the
+    WebSocket, the analyser on the remote track over WebRTC."""
+    if snap["transport"] == "webrtc":
+        return float(snap["webrtc"]["remotePeakRms"])
+    return float(snap["player"]["peakRms"])

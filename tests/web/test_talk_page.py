@@ -1,5 +1,6 @@
 """The talk page on its WebSocket transport (``?transport=websocket``) in a real Chromium whose
-microphone is a speech WAV, against a real local deployment (WebRTC, the default: test_talk_webrtc.py).
+microphone is a speech WAV, against a real local deployment (WebRTC, the default: test_talk_webrtc.py;
+the degraded turn runs on both).
 
 The page mints a client secret with the API key, opens the edge's Realtime socket with it, streams
 the fake microphone through its AudioWorklet, and plays the answer. ``window.voicemesh.snapshot()``
@@ -8,11 +9,12 @@ is the page's own state; the DOM checks make sure the user actually sees it.
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import Page
 
 from tests.fixtures.edge import RunningEdge
 from tests.web.conftest import docs_screenshot
-from tests.web.driving import snapshot, talk
+from tests.web.driving import played_peak, snapshot, talk
 
 
 async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
@@ -53,15 +55,19 @@ async def test_spoken_question_shows_transcript_plays_answer_and_names_region(
         await page.screenshot(path=str(path))
 
 
-async def test_degraded_turn_is_marked_and_still_spoken(page: Page, lonely_web_edge: RunningEdge) -> None:
-    snap = await talk(page, lonely_web_edge, "websocket")
+@pytest.mark.parametrize("transport", ["webrtc", "websocket"])
+async def test_degraded_turn_is_marked_and_still_spoken(
+    page: Page, lonely_web_edge: RunningEdge, transport: str
+) -> None:
+    snap = await talk(page, lonely_web_edge, transport)
 
-    turn = next(t for t in snap["turns"] if t["audioSamples"] > 0)
+    assert snap["transport"] == transport
+    turn = next(t for t in snap["turns"] if t["audioStarted"])
     assert turn["degraded"], turn
     assert turn["reason"], "a degraded turn says why"
     assert turn["region"] is None, turn
     assert "no region can answer" in turn["assistant"].lower(), turn
-    assert snap["player"]["peakRms"] > 0.01, snap["player"]
+    assert played_peak(snap) > 0.01, snap
     card = page.locator(".turn").first
     assert await card.locator(".degraded").is_visible()
     assert "edge voice" in await card.locator(".degraded").inner_text()
