@@ -46,10 +46,13 @@ class WebRtcCaller:
         self._changed = asyncio.Event()
         self._heard_more = asyncio.Event()
         self._opened = asyncio.Event()
+        self.ended = asyncio.Event()
+        """Set when the data channel closes: the call ended (a hang-up, the edge closed it)."""
         self._recorder: asyncio.Task[None] | None = None
         self.pc.addTrack(self.mic)
         self.channel.on("open", self._opened.set)
         self.channel.on("message", self._message)
+        self.channel.on("close", self.ended.set)
         self.pc.on("track", self._track)
 
     @classmethod

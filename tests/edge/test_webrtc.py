@@ -65,6 +65,14 @@ async def test_a_call_is_answered_and_its_events_flow_on_the_data_channel() -> N
         caller.send({"type": "session.update", "session": {"type": "realtime", "instructions": "Be terse."}})
         updated = await caller.wait_for("session.updated")
         assert updated["session"]["instructions"] == "Be terse."
+        async with httpx.AsyncClient() as http:
+            auth = {"Authorization": f"Bearer {KEY}"}
+            hung = await http.post(f"{url}{caller.call_url}/hangup", headers=auth)
+            assert hung.status_code == 200, hung.text
+            again = await http.post(f"{url}{caller.call_url}/hangup", headers=auth)
+            assert again.status_code == 404  # that call is gone
+        async with asyncio.timeout(30):
+            await caller.ended.wait()  # the edge closed the peer connection
 
 
 async def test_the_multipart_offer_configures_the_session() -> None:

@@ -77,6 +77,11 @@ class Call:
         sdp: str = self.pc.localDescription.sdp
         return sdp
 
+    @property
+    def ended(self) -> bool:
+        """The peer went or the call was closed (its resources are being freed)."""
+        return self._gone.is_set()
+
     async def configure(self, session: dict[str, Any] | None) -> None:
         """Open the session (``session.created``, held for the data channel), with the offer's
         ``session`` config applied as a ``session.update`` would: ``BadCallRequest`` if refused."""
