@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
-from edge.app.webrtc.tracks import OutboundAudio, read_inbound
+from edge.app.webrtc.tracks import RATE, OutboundAudio, read_inbound
 from wire.tasks import cancel_and_wait
 
 
@@ -44,11 +44,15 @@ class WebRtcCaller:
         """Everything the answer track played, 24 kHz PCM16 mono (silence included)."""
         self.call_url: str | None = None
         self._changed = asyncio.Event()
+        self._heard_more = asyncio.Event()
         self._opened = asyncio.Event()
+        self.ended = asyncio.Event()
+        """Set when the data channel closes: the call ended (a hang-up, the edge closed it)."""
         self._recorder: asyncio.Task[None] | None = None
         self.pc.addTrack(self.mic)
         self.channel.on("open", self._opened.set)
         self.channel.on("message", self._message)
+        self.channel.on("close", self.ended.set)
         self.pc.on("track", self._track)
 
     @classmethod
@@ -106,6 +110,15 @@ class WebRtcCaller:
                 await self._changed.wait()
         return self.of_type(type_)[count - 1]
 
+    async def hear(self, seconds: float) -> bytes:
+        """The next ``seconds`` the answer track plays (it plays in real time, silence included)."""
+        start = len(self.heard)
+        end = start + 2 * int(seconds * RATE)
+        while len(self.heard) < end:
+            self._heard_more.clear()
+            await self._heard_more.wait()
+        return bytes(self.heard[start:end])
+
     async def close(self) -> None:
         await cancel_and_wait(self._recorder)
         await self.pc.close()
@@ -116,7 +129,11 @@ class WebRtcCaller:
 
     def _track(self, track: Any) -> None:
         if track.kind == "audio" and self._recorder is None:
-            self._recorder = asyncio.create_task(read_inbound(track, self.heard.extend, chunk_ms=20))
+            self._recorder = asyncio.create_task(read_inbound(track, self._record, chunk_ms=20))
+
+    def _record(self, pcm: bytes) -> None:
+        self.heard += pcm
+        self._heard_more.set()
 
 
 __all__ = ["CallRefused", "WebRtcCaller"]

@@ -21,7 +21,7 @@ import pytest
 
 from edge.app.server import EdgeTask
 from edge.shared.settings import EdgeSettings, LimitSettings
-from edge.testing import ScriptedRouter, ScriptStep, clause, memory_services, silence, tone
+from edge.testing import Hold, ScriptedRouter, ScriptStep, clause, memory_services, silence, tone
 from router.api import Routed, TurnDone
 from tests.fixtures.common import free_port
 from voicemesh.webrtc_client import CallRefused, WebRtcCaller
@@ -65,6 +65,14 @@ async def test_a_call_is_answered_and_its_events_flow_on_the_data_channel() -> N
         caller.send({"type": "session.update", "session": {"type": "realtime", "instructions": "Be terse."}})
         updated = await caller.wait_for("session.updated")
         assert updated["session"]["instructions"] == "Be terse."
+        async with httpx.AsyncClient() as http:
+            auth = {"Authorization": f"Bearer {KEY}"}
+            hung = await http.post(f"{url}{caller.call_url}/hangup", headers=auth)
+            assert hung.status_code == 200, hung.text
+            again = await http.post(f"{url}{caller.call_url}/hangup", headers=auth)
+            assert again.status_code == 404  # that call is gone
+        async with asyncio.timeout(30):
+            await caller.ended.wait()  # the edge closed the peer connection
 
 
 async def test_the_multipart_offer_configures_the_session() -> None:
@@ -91,32 +99,41 @@ async def test_speech_in_over_opus_is_answered_on_the_track() -> None:
         assert _rms(caller.heard) > 0.01, "the answer's tone was not heard on the track"
 
 
+async def _answer_playing(caller: WebRtcCaller) -> None:
+    """Ask (a tone), and return once the (long) answer is heard on the track."""
+    await caller.wait_for("session.created")
+    caller.speak(tone(0.8) + silence(0.8))
+    await caller.wait_for("output_audio_buffer.started")
+    while _rms(await caller.hear(0.1)) < 0.05:  # (the test's timeout stops a broken run)
+        pass
+
+
+async def _silence_follows(caller: WebRtcCaller) -> None:
+    """After what was already in flight (0.5 s: the network, the jitter buffer), the track is silent:
+    what the track held was dropped at once, not played out."""
+    await caller.hear(0.5)
+    after = await caller.hear(1.0)
+    assert _rms(after) < 0.005, _rms(after)
+
+
 async def test_output_audio_buffer_clear_silences_the_track_at_once() -> None:
     async with _edge(_reply(20.0)) as (url, _), WebRtcCaller.connect(url, KEY) as caller:
-        await caller.wait_for("session.created")
-        caller.speak(tone(0.8) + silence(0.8))
-        await caller.wait_for("output_audio_buffer.started")
-        await asyncio.sleep(1.0)
-        assert _rms(caller.heard[-2 * 24_000 // 2 :]) > 0.05  # the answer is playing (last 0.5 s)
+        await _answer_playing(caller)
         caller.send({"type": "output_audio_buffer.clear"})
-        await caller.wait_for("output_audio_buffer.cleared")
+        cleared = await caller.wait_for("output_audio_buffer.cleared")
+        await _silence_follows(caller)
         done = await caller.wait_for("response.done")
         assert done["response"]["status"] == "cancelled"
-        mark = len(caller.heard)
-        await asyncio.sleep(1.5)
-        # What plays after the clear is silence but for the frames already in flight (jitter buffer).
-        after = caller.heard[mark + 2 * 24_000 // 2 :]
-        assert len(after) > 0 and _rms(after) < 0.005, _rms(after)
+        assert cleared["response_id"] == done["response"]["id"]
 
 
 async def test_barge_in_clears_the_track() -> None:
-    async with _edge(_reply(20.0)) as (url, _), WebRtcCaller.connect(url, KEY) as caller:
-        await caller.wait_for("session.created")
-        caller.speak(tone(0.8) + silence(0.8))
-        await caller.wait_for("output_audio_buffer.started")
-        await asyncio.sleep(0.5)
+    never_spoken = [Routed(region="scripted"), Hold()]  # the second turn's answer: silence
+    async with _edge(_reply(20.0), never_spoken) as (url, _), WebRtcCaller.connect(url, KEY) as caller:
+        await _answer_playing(caller)
         caller.speak(tone(0.6, hz=300) + silence(0.8))  # speaking over the answer
         cleared = await caller.wait_for("output_audio_buffer.cleared")
+        await _silence_follows(caller)
         first = await caller.wait_for("response.done")
         assert first["response"]["status"] == "cancelled"
         assert cleared["response_id"] == first["response"]["id"]

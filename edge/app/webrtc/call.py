@@ -77,6 +77,11 @@ class Call:
         sdp: str = self.pc.localDescription.sdp
         return sdp
 
+    @property
+    def ended(self) -> bool:
+        """The peer went or the call was closed (its resources are being freed)."""
+        return self._gone.is_set()
+
     async def configure(self, session: dict[str, Any] | None) -> None:
         """Open the session (``session.created``, held for the data channel), with the offer's
         ``session`` config applied as a ``session.update`` would: ``BadCallRequest`` if refused."""
@@ -100,16 +105,18 @@ class Call:
             if self._gone.is_set():
                 return
             if self._inbound is not None:
-                reader = asyncio.create_task(read_inbound(self._inbound, self._append))
+                reader = asyncio.create_task(self._read(self._inbound))
             await run_session(self._services, self.session, self._keyed, self)
         finally:
-            if reader is not None:
-                await cancel_and_wait(reader)
-            with contextlib.suppress(Exception):
-                await self._keyed.aclose()
-                await self.session.close()
-            await self.pc.close()
-            await done()
+            try:
+                await cancel_and_wait(reader, ignore=(Exception,))
+                with contextlib.suppress(Exception):
+                    await self._keyed.aclose()
+                    await self.session.close()
+                with contextlib.suppress(Exception):
+                    await self.pc.close()
+            finally:
+                await done()
 
     # -- the transport run_session serves the session over ------------------------------------------
 
@@ -133,6 +140,13 @@ class Call:
         return detach
 
     # -- the peer's events ----------------------------------------------------------------------------
+
+    async def _read(self, track: Any) -> None:
+        try:
+            await read_inbound(track, self._append)
+        except Exception:  # (a bad frame must not go unseen: the caller would just stop being heard)
+            log.exception("webrtc call %s: the caller's audio track failed", self.id)
+            self._end("audio track failed")
 
     def _append(self, pcm: bytes) -> None:
         """The caller's audio, as an ``input_audio_buffer.append``: the WebSocket's own path, with its

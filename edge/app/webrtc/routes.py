@@ -121,7 +121,7 @@ def webrtc_route_handlers(authenticate: Authenticate, calls: Calls) -> list[HTTP
     async def hangup(request: Request[Any, Any, Any], call_id: FromPath[str]) -> dict[str, Any]:
         principal = await authenticate(request, [])
         found = calls.live.get(call_id)
-        if found is None or found[0].key_id != principal.key_id:
+        if found is None or found[0].key_id != principal.key_id or found[0].ended:
             raise NotFound(f"no call {call_id!r} of this key is live")
         await found[0].close(1000, "hangup")
         return {}
