@@ -104,6 +104,13 @@ class TwilioCall:
     async def send_silence(self, seconds: float, *, pace: float = 1.0) -> None:
         await self.send_mulaw(messages.SILENCE * int(seconds * G711_RATE), pace=pace)
 
+    async def send_silence_until(self, done: object, timeout_s: float = 120.0) -> None:
+        """Silence in real time until ``done()``: a phone line streams all the time, quiet or not."""
+        assert callable(done)
+        async with asyncio.timeout(timeout_s):
+            while not done():
+                await self.send_mulaw(messages.SILENCE * messages.FRAME_BYTES * 5)
+
     async def stop(self) -> None:
         await self.ws.send(messages.stop(self.stream_sid, self.call_sid, self.account_sid, self.seq()))
 
