@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 import httpx
 import jwt
 import pytest
+from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from edge.app.server import EdgeTask
@@ -28,6 +29,7 @@ from edge.app.twilio import messages
 from edge.app.twilio.media_stream import PATH
 from edge.realtime.session import RealtimeSession
 from edge.shared.settings import EdgeSettings, TwilioSettings
+from edge.tenancy.auth import key_id
 from edge.testing import ScriptedRouter, ScriptStep, clause, memory_services, spoken_reply
 from edge.testing.audio import silence, tone
 from router.api import Routed
@@ -94,6 +96,7 @@ async def test_call_is_answered_in_mulaw_with_its_stream_sid() -> None:
                 "audio/pcmu",
             )
             assert session.state.instructions == "Be brief."
+            assert session.state.key_id == key_id(KEY)  # VOICEMESH_TWILIO_API_KEY's tenant
             await call.wait_until(lambda: len(call.received.echoed) == len(call.received.marks))
             await call.stop()
             await call.wait_until(lambda: services.open_sessions == 0)
@@ -188,6 +191,19 @@ async def test_bad_messages_are_ignored_and_the_call_goes_on() -> None:
             await call.stop()
             await call.wait_until(lambda: services.open_sessions == 0)
     assert energy(call.received.audio()) > 0.1 and call.received.other == []
+
+
+async def test_a_stream_that_does_not_start_as_twilios_is_closed_saying_why() -> None:
+    async with _edge() as (url, services):
+        host = url.split("://")[1]
+        headers = {"X-Twilio-Signature": sign(TOKEN, f"wss://{host}{PATH}")}
+        async with connect(f"{url}{PATH}", additional_headers=headers) as ws:
+            await ws.send(messages.connected())
+            await ws.send("not json")
+            async with asyncio.timeout(10):
+                await ws.wait_closed()
+        assert (ws.close_code, ws.close_reason) == (1008, "twilio_bad_start")
+        assert services.open_sessions == 0
 
 
 async def test_a_parameter_cannot_exceed_the_keys_rights() -> None:
