@@ -9,6 +9,7 @@ Twilio itself cannot run here: ``voicemesh/twilio_client.py`` plays it (signing,
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,11 +41,13 @@ async def test_phone_call_is_answered_and_barge_in_clears(
     async with place_call(f"ws://{host}", TOKEN, parameters=params) as call:
         received = call.received
         await call.send_mulaw(question)  # 20 ms frames, in real time
+        asked_at = time.monotonic()  # (the WAV's 0.8 s of trailing silence included)
         # The first clause played (Twilio echoed its mark): talk over the rest, as a person would.
         await call.send_silence_until(
             lambda: any(n.startswith("clause:") for n in received.echoed), TIMEOUT_S
         )
         answer = received.audio()
+        interrupted_at = time.monotonic()
         await call.send_mulaw(interruption)
         await call.send_silence_until(lambda: bool(received.clears), TIMEOUT_S)
         cleared_at = received.clears[0]
@@ -53,6 +56,11 @@ async def test_phone_call_is_answered_and_barge_in_clears(
         await call.stop()
         await call.wait_until(lambda: edge.services.open_sessions == 0, 30)
 
+    first_audio_s = received.media[0][0] - asked_at
+    print(
+        f"first media {first_audio_s:+.2f} s after the question's last frame; clear "
+        f"{cleared_at - interrupted_at:.2f} s after the interruption's first frame"
+    )  # (-s shows it)
     assert received.stream_sids == {call.stream_sid} and received.other == []
     assert all(len(chunk) == messages.FRAME_BYTES for _, chunk in received.media)
     assert len(answer) / messages.RATE >= 1.0  # at least the first clause, whole
