@@ -166,6 +166,30 @@ async def test_stream_signed_for_another_url_is_refused() -> None:
     assert refused.value.response.status_code == 403
 
 
+async def test_behind_a_proxy_the_public_url_is_what_twilio_signed() -> None:
+    public = TwilioSettings(auth_token=TOKEN, api_key=KEY, public_url="https://voice.example.com/edge")
+    async with _edge(twilio=public) as (url, _services):
+        async with place_call(url, TOKEN, public_url="wss://voice.example.com/edge") as call:
+            await call.send_mulaw(_speech(), pace=0)
+            await call.wait_until(lambda: _done_marks(call) >= 1)
+            await call.stop()
+        with pytest.raises(InvalidStatus) as refused:  # signed for the address the edge sees
+            async with place_call(url, TOKEN):
+                pass
+        form = {"CallSid": "CA123"}
+        async with httpx.AsyncClient() as http:
+            signed = sign(TOKEN, "https://voice.example.com/edge/v1/twilio/voice", form)
+            answer = await http.post(
+                url.replace("ws://", "http://") + "/v1/twilio/voice",
+                data=form,
+                headers={"X-Twilio-Signature": signed},
+            )
+    assert energy(call.received.audio()) > 0.1
+    assert refused.value.response.status_code == 403
+    assert answer.status_code == 200, answer.text
+    assert '<Stream url="wss://voice.example.com/edge/v1/twilio/media-stream"' in answer.text
+
+
 async def test_endpoint_is_off_without_an_auth_token() -> None:
     async with _edge(twilio=TwilioSettings(auth_token=None, api_key=KEY)) as (url, _services):
         with pytest.raises(InvalidStatus) as refused:

@@ -36,9 +36,9 @@ def public_url(conn: ASGIConnection[Any, Any, Any, Any], settings: TwilioSetting
     """The URL Twilio requested for ``conn`` (``scheme``: ``wss`` or ``https``), query included."""
     path = conn.scope.get("raw_path", b"").decode("latin-1") or conn.scope["path"]
     query = conn.scope.get("query_string", b"").decode("latin-1")
-    if settings.public_url:
+    if settings.public_url:  # (a path prefix a proxy strips is kept: Twilio signed it)
         base = urlsplit(settings.public_url)
-        host = base.netloc
+        host = base.netloc + base.path.rstrip("/")
         scheme = {"https": scheme, "http": "ws" if scheme == "wss" else "http"}.get(base.scheme, scheme)
     else:
         host = conn.headers.get("host", "")

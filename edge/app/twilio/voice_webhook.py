@@ -37,7 +37,8 @@ async def voice(request: Request[Any, Any, Any], services: SkipValidation[EdgeSe
     form = await request.form()
     fields = {key: str(value) for key, value in form.items()}
     url = signature.check(request, services.settings.twilio, "https", fields)
-    base = url.split("://", 1)[1].split("/", 1)[0]
+    # The stream where Twilio found this webhook: the same host (and proxy prefix), over wss.
+    base = url.split("://", 1)[1].split("?", 1)[0].removesuffix(request.url.path)
     parameters = {k: v for k in FORWARDED if (v := request.query_params.get(k))}
     return Response(twiml(f"wss://{base}{PATH}", parameters), media_type="application/xml")
 
