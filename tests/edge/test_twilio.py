@@ -132,7 +132,7 @@ async def test_talking_over_the_answer_clears_twilio_and_keeps_what_was_heard() 
     clear_at = call.received.clears[0]
     late = [t for t, _ in call.received.media if t > clear_at]
     assert len(call.received.audio()) < 8 * 0.5 * messages.RATE  # the answer was cut short
-    assert len(late) <= 5, late  # at most the delta already on its way
+    assert len(late) <= 10, late  # at most the deltas already on their way (100 ms each)
     assert items[0].status == "incomplete"  # the answer was cancelled, not completed
     # The history holds the clauses Twilio said it played, never the ones it dropped.
     assert len(items) == 1 and items[0].text is not None

@@ -52,7 +52,6 @@ class TwilioFrames:
         self._bridge = bridge
         self._queued: deque[str] = deque([setup.update_json()])
         self.stopped = False
-        self.bad_messages = 0
 
     async def receive(self) -> dict[str, Any]:
         while True:
@@ -83,7 +82,7 @@ class TwilioFrames:
         try:
             return messages.parse(raw)
         except messages.BadMessage as exc:
-            self.bad_messages += 1  # logged and ignored: one bad message must not hang up a call
+            # Logged and ignored: one bad message must not hang up a call.
             log.warning("stream %s: message ignored: %s", self._bridge.stream_sid, exc)
             return None
 
