@@ -11,6 +11,8 @@
 * ``POST /v1/audio/speech``, ``POST /v1/audio/transcriptions``, ``GET /v1/models``  the OpenAI audio
   API (``edge/speech/audio_api.py``, ``docs/speech.md``)
 * ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
+* ``GET /v1/twilio/media-stream``, ``POST /v1/twilio/voice``  phone calls through Twilio, signed by
+  Twilio (``edge/app/twilio/``, ``docs/phone.md``)
 
 Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
 400 bad request, 401 bad credentials, 403 missing scope, 408 handshake too slow, 429 limits, 431
@@ -29,20 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import secrets
 from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
-from litestar.connection import ASGIConnection, WebSocket
+from litestar.connection import WebSocket
 from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
-from litestar.types.asgi_types import WebSocketResponseStartEvent
 
 from edge.app.dependencies import route_dependencies
+from edge.app.handshake import admit, authenticate, deny
 from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
+from edge.app.twilio import twilio_route_handlers  # issue 32: phone calls (docs/phone.md)
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
 from edge.app.webrtc.routes import Calls, webrtc_route_handlers
 from edge.realtime.session_snapshot import SessionSnapshot
@@ -56,56 +58,14 @@ from edge.tenancy.auth import (
     ADMIN,
     KEY_SUBPROTOCOL,
     Principal,
-    bearer_token,
 )
 from edge.tenancy.client_secrets import MintRequest
 from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
 from edge.tenancy.session_tenancy import narrow
-from edge.tenancy.shared_limits import Slot
 from edge.tenancy.tenant_admin import tenant_route_handlers
 from wire.errors import VoicemeshError
 
 log = logging.getLogger("voicemesh.edge")
-
-
-async def _authenticate(
-    services: EdgeServices, conn: ASGIConnection[Any, Any, Any, Any], subprotocols: list[str]
-) -> Principal:
-    try:
-        # Credentials may be looked up in Redis: bounded there too, this bounds the whole check.
-        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
-            return await services.auth.authenticate(bearer_token(conn.headers, subprotocols))
-    except TimeoutError as exc:
-        raise HandshakeTimeout("checking the credentials took too long: try again") from exc
-
-
-async def _admit(
-    services: EdgeServices, socket: WebSocket[Any, Any, Any], subprotocols: list[str]
-) -> tuple[Principal, Slot]:
-    """Who is connecting, within their key's connect rate and session cap (a slot is taken; both
-    counted across edges, ``edge/tenancy/shared_limits.py``)."""
-    principal = await _authenticate(services, socket, subprotocols)
-    await services.limits.check_rate(principal.key_id, principal.policy)
-    return principal, await services.limits.acquire(principal.key_id, principal.policy)
-
-
-async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_after_s: int) -> None:
-    exc = edge_error(refusal)
-    body = json.dumps(exc.http_body()).encode()
-    extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
-    if "websocket.http.response" in extensions:
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        if isinstance(exc, Draining):
-            headers.append((b"retry-after", str(retry_after_s).encode()))
-        start: WebSocketResponseStartEvent = {
-            "type": "websocket.http.response.start",
-            "status": exc.status,
-            "headers": headers,
-        }
-        await socket.send(start)
-        await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
-    else:  # servers without the extension answer a pre-accept close with 403
-        await socket.close(code=4000 + exc.status, reason=exc.code)
 
 
 @websocket("/v1/realtime")
@@ -115,16 +75,17 @@ async def realtime(socket: WebSocket[Any, Any, Any], services: SkipValidation[Ed
     try:
         if services.draining:
             raise Draining("this edge is shutting down: connect again (resume with session_id)")
-        principal, slot = await _admit(services, socket, subprotocols)
+        principal = await authenticate(services, socket, subprotocols)
+        slot = await admit(services, principal)
     except VoicemeshError as exc:  # the client's fault or the edge's: answered by its class
-        await _deny(socket, exc, retry_after_s)
+        await deny(socket, exc, retry_after_s)
         return
     try:
         lease, resumed = await _claim(socket, services, principal)
         state = session_state(socket, services, principal, resumed)
     except VoicemeshError as exc:
         await services.limits.release(slot)
-        await _deny(socket, exc, retry_after_s)
+        await deny(socket, exc, retry_after_s)
         return
     try:
         # Browsers offer ("realtime", "openai-insecure-api-key.KEY"): answer with the first one that
@@ -157,7 +118,7 @@ async def client_secrets(
 ) -> dict[str, Any]:
     """OpenAI's body (``expires_after``, ``session``) plus ``voicemesh.single_use`` (a secret good
     for one handshake). Minting has its own rate bucket per key, apart from connects."""
-    principal = await _authenticate(services, request, [])
+    principal = await authenticate(services, request, [])
     if principal.via == "client_secret":
         raise Forbidden("client secrets cannot mint client secrets: use an API key")
     services.mint_limits.check_rate(principal.key_id)
@@ -176,7 +137,7 @@ async def client_secrets(
 @get("/status")
 async def status(request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]) -> dict[str, Any]:
     """Operations data: admin scope only (a browser's client secret never has it)."""
-    (await _authenticate(services, request, [])).require(ADMIN)
+    (await authenticate(services, request, [])).require(ADMIN)
     return {
         "edge": {
             "open_sessions": services.open_sessions,
@@ -215,7 +176,7 @@ def create_app(services: EdgeServices) -> Litestar:
     worker = None
     if services.batches is not None:
         worker = BatchWorker(services.speech_deps(), services.batches, draining=lambda: services.draining)
-    authenticate = functools.partial(_authenticate, services)
+    authenticated = functools.partial(authenticate, services)
     calls = Calls()
 
     async def startup(_: Litestar) -> None:
@@ -237,12 +198,13 @@ def create_app(services: EdgeServices) -> Litestar:
             health,
             metrics,
             *web_route_handlers(),  # issue 7
-            *webrtc_route_handlers(authenticate, calls),  # issue 32: /v1/realtime/calls (WebRTC)
+            *webrtc_route_handlers(authenticated, calls),  # issue 32: /v1/realtime/calls (WebRTC)
             *key_route_handlers(),  # issue 17a: /v1/keys
-            *tenant_route_handlers(authenticate),  # issue 17b: /v1/keys/{id}/audit and /usage
-            *audio_route_handlers(authenticate),  # issue 16a: speech, transcriptions, models
-            *voice_route_handlers(authenticate),  # issue 16b: custom voices
-            *batch_route_handlers(authenticate),  # issue 16c: speech batches
+            *tenant_route_handlers(authenticated),  # issue 17b: /v1/keys/{id}/audit and /usage
+            *audio_route_handlers(authenticated),  # issue 16a: speech, transcriptions, models
+            *voice_route_handlers(authenticated),  # issue 16b: custom voices
+            *batch_route_handlers(authenticated),  # issue 16c: speech batches
+            *twilio_route_handlers(),  # issue 32: /v1/twilio/media-stream, /v1/twilio/voice
         ],
         dependencies=route_dependencies(services),
         on_startup=[startup],

@@ -33,7 +33,16 @@ def session_state(
 ) -> SessionState:  # fmt: skip
     """The new or resumed session's state, in its key's residency narrowed by ``?residency=`` (and
     by the resumed session's own): ``ResidencyNotAllowed`` (403) outside the key's."""
-    requested = socket.query_params.get("residency")
+    params = socket.query_params
+    return state_for(services, principal, resumed, params.get("residency"), params.get("model", ""))
+
+
+def state_for(
+    services: EdgeServices, principal: Principal, resumed: SessionSnapshot | None,
+    requested: str | None, model: str = "",
+) -> SessionState:  # fmt: skip
+    """``session_state`` of a transport without query parameters (a phone's media stream):
+    ``requested`` narrows the residency."""
     tenancy = SessionTenancy.of(
         principal.policy,
         requested,
@@ -43,7 +52,6 @@ def session_state(
     if resumed is not None:
         state = resumed.state
     else:
-        model = socket.query_params.get("model", "")
         state = initial_state(
             services.settings, key_id=principal.key_id, model=model, voices=principal.policy.voices
         )
@@ -153,4 +161,4 @@ class _SocketTransport:
         return attach_direct(self._socket.scope, direct)
 
 
-__all__ = ["Transport", "new_session", "run_session", "serve", "session_state"]
+__all__ = ["Transport", "new_session", "run_session", "serve", "session_state", "state_for"]

@@ -59,7 +59,9 @@ a region's failure), keeping their code and message.
 
 Not here, on purpose: ``InvalidPolicy`` (``edge/shared/key_policy.py``, a ``ValueError`` its callers
 turn into the ``BadRequest`` of their endpoint) and ``WebhookFailed`` (``edge/speech/webhooks.py``,
-a delivery outcome the batch worker retries): neither is ever answered to a caller.
+a delivery outcome the batch worker retries), and ``BadMessage`` (``edge/app/twilio/messages.py``, a
+message Twilio would never send: logged and ignored, or a ``BadRequest`` before the stream's
+``start``): none is ever answered to a caller.
 """
 
 from __future__ import annotations

@@ -166,6 +166,25 @@ class BatchSettings:
         return EgressPolicy(self.webhook_allow)
 
 
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+@dataclass(frozen=True)
+class TwilioSettings:
+    """Phone calls through Twilio Media Streams (``edge/app/twilio/``, ``docs/phone.md``)."""
+
+    auth_token: str | None = field(default_factory=lambda: _env("VOICEMESH_TWILIO_AUTH_TOKEN"))
+    """The Twilio account's auth token: every request is checked against its ``X-Twilio-Signature``.
+    Unset: the Twilio endpoints are off (they refuse, naming this setting)."""
+    api_key: str | None = field(default_factory=lambda: _env("VOICEMESH_TWILIO_API_KEY"))
+    """The voicemesh credential a call runs under (its tenant, limits, residency, voices) unless the
+    stream's ``<Parameter name="voicemesh_key">`` brings one (a client secret minted per call)."""
+    public_url: str | None = field(default_factory=lambda: _env("VOICEMESH_TWILIO_PUBLIC_URL"))
+    """``https://voice.example.com``: the edge as Twilio reaches it (behind TLS termination or a
+    proxy), whose URLs Twilio signs; unset, the request's own ``Host`` is used."""
+
+
 @dataclass(frozen=True)
 class EdgeSettings:
     host: str = "127.0.0.1"
@@ -207,6 +226,7 @@ class EdgeSettings:
     webrtc_connect_s: float = 15.0
     """Longest a WebRTC call (``POST /v1/realtime/calls``) may take to connect (ICE and DTLS), and to
     come back after its connection drops: past it the call is closed and all it held is freed."""
+    twilio: TwilioSettings = field(default_factory=TwilioSettings)
 
 
 @dataclass(frozen=True)

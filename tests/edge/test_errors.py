@@ -41,7 +41,7 @@ from edge.testing import SessionHarness, memory_services
 from wire.errors import BadEvent, NoRegionAvailable, ProtocolError, RegionBusy, VoicemeshError
 
 KEY = "caller-key-0123"
-NOT_ANSWERED = {"InvalidPolicy", "WebhookFailed", "WebhookRefused"}
+NOT_ANSWERED = {"InvalidPolicy", "WebhookFailed", "WebhookRefused", "BadMessage"}
 """Exception classes of edge/ outside the hierarchy, named in its docstring: never sent to a caller."""
 
 

@@ -23,6 +23,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, SkipValidation
 from litestar.response import Response
 
+from edge.app.handshake import admit
 from edge.app.realtime_serve import session_state
 from edge.app.services import EdgeServices
 from edge.app.webrtc.call import Call
@@ -96,9 +97,8 @@ def webrtc_route_handlers(authenticate: Authenticate, calls: Calls) -> list[HTTP
         if services.draining:
             raise Draining("this edge is shutting down: call again")
         principal = await authenticate(request, [])
-        await services.limits.check_rate(principal.key_id, principal.policy)
         sdp, config = await read_offer(request)
-        slot = await services.limits.acquire(principal.key_id, principal.policy)
+        slot = await admit(services, principal)
         call: Call | None = None
         try:
             state = session_state(request, services, principal, None)
