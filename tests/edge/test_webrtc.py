@@ -75,6 +75,18 @@ async def test_a_call_is_answered_and_its_events_flow_on_the_data_channel() -> N
             await caller.ended.wait()  # the edge closed the peer connection
 
 
+async def test_a_client_secret_opens_a_call() -> None:
+    """As a browser does: its server mints an ``ek_`` secret with the API key, the page calls with it."""
+    async with _edge() as (url, _), httpx.AsyncClient() as http:
+        minted = await http.post(
+            f"{url}/v1/realtime/client_secrets", json={}, headers={"Authorization": f"Bearer {KEY}"}
+        )
+        secret = minted.json()["value"]
+        assert secret.startswith("ek_")
+        async with WebRtcCaller.connect(url, secret) as caller:
+            await caller.wait_for("session.created")
+
+
 async def test_the_multipart_offer_configures_the_session() -> None:
     session = {"instructions": "Speak like a pirate.", "audio": {"input": {"turn_detection": _VAD}}}
     async with _edge() as (url, _), WebRtcCaller.connect(url, KEY, session=session) as caller:

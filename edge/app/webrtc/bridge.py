@@ -32,6 +32,8 @@ class EventBridge:
         self._queued: list[str] = []
         self._started: str | None = None
         """The response whose audio the track plays (``output_audio_buffer.started`` was sent)."""
+        self._dropped: str | None = None
+        """The response whose audio was cleared: a delta of it still in flight is not played."""
 
     def attach(self, channel: Any) -> None:
         """The client's ``oai-events`` channel opened: what the session sent so far goes first."""
@@ -56,7 +58,7 @@ class EventBridge:
             return
         if type_ == "output_audio_buffer.cleared":  # the client's clear: the session stopped the response
             self.track.clear()
-            self._started = None
+            self._started, self._dropped = None, event.get("response_id")
         elif type_ == "input_audio_buffer.speech_started":
             self._emit(text)
             self._barge_in()
@@ -70,6 +72,8 @@ class EventBridge:
     def _audio(self, event: dict[str, Any]) -> None:
         """PCM16 at 24 kHz: a WebRTC session's output format (``edge/app/webrtc/call.py`` sets it)."""
         response_id = event.get("response_id")
+        if response_id == self._dropped:
+            return
         if isinstance(response_id, str) and self._started != response_id:
             self._started = response_id
             self._emit(server_event("output_audio_buffer.started", response_id=response_id))
@@ -82,6 +86,7 @@ class EventBridge:
         if td is None or not td.interrupt_response or self._started is None:
             return
         response_id, self._started = self._started, None
+        self._dropped = response_id
         if self.track.clear():
             self._emit(server_event("output_audio_buffer.cleared", response_id=response_id))
 
