@@ -184,6 +184,7 @@ async def status(request: Request[Any, Any, Any], services: SkipValidation[EdgeS
             "store": services.store.status(),
             "limits": services.limits.status(),  # per-key limits shared across edges, or not
             "keys": services.auth.keys.store.status(),
+            "turns": services.recent_turns.list(),  # the ops page's waterfall
         },
         "router": services.router.status(),
     }
