@@ -241,6 +241,7 @@ class TurnSession:
             return
         turn.mark("total_s")
         self.node.metrics.observe_turn(status, turn.timings, batch=turn.gives_way is not None)
+        log.info("turn %s %s in %.0f ms", start.turn_id, status, 1000 * turn.timings.get("total_s", 0.0))
         self._running = None  # before turn.done: the edge may send its next turn.start right after
         if refused is not None:
             await self._error(refused, start.turn_id)  # ends the turn, as a refused turn.start does

@@ -245,6 +245,7 @@ def create_app(services: EdgeServices) -> Litestar:
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},
         debug=False,
+        logging_config=None,  # Litestar's default replaces the root handler: the process's format stays
     )
 
 

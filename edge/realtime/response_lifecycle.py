@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -42,6 +43,8 @@ from edge.tenancy.session_tenancy import refusal_for, routing_of
 from wire import log_context
 from wire.errors import BadEvent, ProtocolError
 from wire.turn import TurnStart
+
+log = logging.getLogger(__name__)
 
 
 class ResponseLifecycle:
@@ -273,6 +276,7 @@ class ResponseLifecycle:
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
         self._deps.recent_turns.add(self._state.id, start.turn_id, response, result)
+        log.info("response %s %s, served by %s", response.id, result.status, result.metadata.get("voicemesh_region", served_by))
         # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
         # the session, which cancels this one, and the turn must still be booked.
         booking = book_response(self._deps.accounting, self._state, response, result, start, trail, audio_in)
