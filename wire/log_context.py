@@ -28,7 +28,9 @@ FIELDS: Final = ("session_id", "turn_id", "response_id", "trace_id", "span_id")
 _IDS: Final = {name: ContextVar[str | None](name, default=None) for name in FIELDS[:3]}
 
 
-def bind(*, session_id: str | None = None, turn_id: str | None = None, response_id: str | None = None) -> None:
+def bind(
+    *, session_id: str | None = None, turn_id: str | None = None, response_id: str | None = None
+) -> None:
     """The ids of what the current task (and the tasks it starts from now on) works on; ``None`` keeps one."""
     for name, value in (("session_id", session_id), ("turn_id", turn_id), ("response_id", response_id)):
         if value is not None:
@@ -61,7 +63,7 @@ class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+    def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
         context: dict[str, str] = getattr(record, "context", {})
         if context:

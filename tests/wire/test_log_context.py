@@ -37,7 +37,9 @@ def lines(out: io.StringIO) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-async def test_bound_ids_reach_the_records_of_their_task_only(captured: tuple[logging.Logger, io.StringIO]) -> None:
+async def test_bound_ids_reach_the_records_of_their_task_only(
+    captured: tuple[logging.Logger, io.StringIO],
+) -> None:
     logger, out = captured
 
     async def session(sid: str, turn: str) -> None:
@@ -100,7 +102,9 @@ def test_text_is_the_default_and_shows_the_context_after_the_message(monkeypatch
         json.loads(line)
 
 
-def test_an_exception_is_one_json_line_with_its_traceback(captured: tuple[logging.Logger, io.StringIO]) -> None:
+def test_an_exception_is_one_json_line_with_its_traceback(
+    captured: tuple[logging.Logger, io.StringIO],
+) -> None:
     logger, out = captured
     try:
         raise RuntimeError("boom")

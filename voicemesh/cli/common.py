@@ -24,8 +24,9 @@ console = Console(stderr=True, highlight=False)
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="voicemesh")
 @click.option(
-    "--log-format", type=click.Choice(log_context.FORMATS, case_sensitive=False), envvar=log_context.FORMAT_ENV, default="text",
-    show_default=True, help="Log lines as readable text, or one JSON object a line (docs/observability.md).",
+    "--log-format", type=click.Choice(log_context.FORMATS, case_sensitive=False),
+    envvar=log_context.FORMAT_ENV, default="text", show_default=True,
+    help="Log lines as readable text, or one JSON object a line (docs/observability.md).",
 )  # fmt: skip
 def cli(log_format: log_context.LogFormat) -> None:
     """voicemesh: real-time voice AI across edge and regional tiers."""
