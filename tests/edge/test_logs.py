@@ -53,16 +53,16 @@ def records(out: io.StringIO) -> list[dict[str, Any]]:
 
 
 def failed_over_turn() -> list[RoutedEvent]:
-    return [
-        Routed(region="eu-west"),
-        TurnAdmitted(turn_id="t", region="eu-west"),
-        FailedOver(from_region="eu-west", to_region="us-east", reason="first_byte_timeout"),
-        Routed(region="us-east", attempt=2),
-        TurnAdmitted(turn_id="t", region="us-east"),
-        TextDelta(turn_id="t", delta="Hi."),
-        clause("Hi."),
-        TurnDone(turn_id="t", region="us-east", status="completed", timings=TIMINGS),
+    """eu-west is chosen, admits the turn, then is left for us-east, which answers."""
+    first, second = "eu-west", "us-east"
+    hop = FailedOver(from_region=first, to_region=second, reason="first_byte_timeout")
+    answer = [TextDelta(turn_id="t", delta="Hi."), clause("Hi.")]
+    done = TurnDone(turn_id="t", region=second, status="completed", timings=TIMINGS)
+    tries = [
+        [Routed(region=r, attempt=n), TurnAdmitted(turn_id="t", region=r)]
+        for n, r in ((1, first), (2, second))
     ]
+    return [*tries[0], hop, *tries[1], *answer, done]
 
 
 async def test_a_spoken_turns_log_lines_carry_its_session_turn_and_response(logs: io.StringIO) -> None:
