@@ -15,7 +15,7 @@ import os
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import IO, Final, Literal
 
 from opentelemetry import trace
 
@@ -98,9 +98,9 @@ def log_format(asked: str | None = None) -> LogFormat:
     raise ValueError(f"log format {value!r}: use text or json ({FORMAT_ENV} or --log-format)")
 
 
-def handler(fmt: LogFormat, stream: object = None) -> logging.Handler:
+def handler(fmt: LogFormat, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) that adds the context and formats as ``fmt`` says."""
-    out = logging.StreamHandler(stream if stream is not None else sys.stderr)  # type: ignore[arg-type]
+    out = logging.StreamHandler(stream or sys.stderr)
     out.addFilter(ContextFilter())
     out.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     return out

@@ -56,9 +56,9 @@ def failed_over_turn() -> list[RoutedEvent]:
     """eu-west is chosen, admits the turn, then is left for us-east, which answers."""
     first, second = "eu-west", "us-east"
     hop = FailedOver(from_region=first, to_region=second, reason="first_byte_timeout")
-    answer = [TextDelta(turn_id="t", delta="Hi."), clause("Hi.")]
+    answer: list[RoutedEvent] = [TextDelta(turn_id="t", delta="Hi."), clause("Hi.")]
     done = TurnDone(turn_id="t", region=second, status="completed", timings=TIMINGS)
-    tries = [
+    tries: list[list[RoutedEvent]] = [
         [Routed(region=r, attempt=n), TurnAdmitted(turn_id="t", region=r)]
         for n, r in ((1, first), (2, second))
     ]

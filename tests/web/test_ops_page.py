@@ -104,8 +104,9 @@ async def test_ops_page_draws_the_waterfall_of_a_real_turn(page: Page, web_edge:
         await conn.session.update(
             session={"type": "realtime", "instructions": "Answer in one short sentence."}
         )
-        item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hello."}]}
-        await conn.conversation.item.create(item=item)
+        await conn.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi."}]}
+        )
         await conn.response.create()
         async with asyncio.timeout(180):  # only against a hang
             async for event in conn:
