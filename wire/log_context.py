@@ -100,18 +100,26 @@ def log_format(asked: str | None = None) -> LogFormat:
 
 def handler(fmt: LogFormat, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) that adds the context and formats as ``fmt`` says."""
-    out = logging.StreamHandler(stream or sys.stderr)
+    return _dress(logging.StreamHandler(stream or sys.stderr), fmt)
+
+
+def _dress(out: logging.Handler, fmt: LogFormat) -> logging.Handler:
     out.addFilter(ContextFilter())
     out.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     return out
 
 
+class _ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``configure`` installs (and replaces on a second call)."""
+
+
 def configure(fmt: LogFormat, level: int = logging.INFO) -> None:
-    """The process's logging: one handler on the root logger, replacing any before it."""
+    """The process's logging: one handler on the root logger, in place of the one a previous call
+    installed (handlers others added, a test runner's, stay)."""
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if isinstance(h, _ProcessHandler)]:
         root.removeHandler(old)
-    root.addHandler(handler(fmt))
+    root.addHandler(_dress(_ProcessHandler(sys.stderr), fmt))
     root.setLevel(level)
 
 

@@ -126,3 +126,19 @@ def test_secret_looking_query_values_are_masked_in_access_records() -> None:
     )  # fmt: skip
     assert RedactQuery().filter(record)
     assert "hunter2" not in record.getMessage() and "/status?key=***" in record.getMessage()
+
+
+def test_configure_replaces_its_own_handler_and_keeps_the_others() -> None:
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    try:
+        log_context.configure("text")
+        log_context.configure("json")
+        added = [h for h in root.handlers if h not in before]
+        assert len(added) == 1 and isinstance(added[0].formatter, log_context.JsonFormatter)
+        assert all(h in root.handlers for h in before)  # e.g. pytest's capture handlers
+    finally:
+        for h in root.handlers[:]:
+            if h not in before:
+                root.removeHandler(h)
+        root.setLevel(level)
