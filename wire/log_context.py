@@ -109,7 +109,7 @@ def _dress(out: logging.Handler, fmt: LogFormat) -> logging.Handler:
     return out
 
 
-class _ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The handler ``configure`` installs (and replaces on a second call)."""
 
 
@@ -117,9 +117,9 @@ def configure(fmt: LogFormat, level: int = logging.INFO) -> None:
     """The process's logging: one handler on the root logger, in place of the one a previous call
     installed (handlers others added, a test runner's, stay)."""
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, _ProcessHandler)]:
+    for old in [h for h in root.handlers if isinstance(h, ProcessHandler)]:
         root.removeHandler(old)
-    root.addHandler(_dress(_ProcessHandler(sys.stderr), fmt))
+    root.addHandler(_dress(ProcessHandler(sys.stderr), fmt))
     root.setLevel(level)
 
 
@@ -130,6 +130,7 @@ __all__ = [
     "ContextFilter",
     "JsonFormatter",
     "LogFormat",
+    "ProcessHandler",
     "TextFormatter",
     "bind",
     "configure",
