@@ -140,5 +140,8 @@ def create_app(node: RegionNode, *, verifier: TokenVerifier | None) -> ASGIApp:
         except WebSocketDisconnect:
             pass  # the session has already cancelled its turn on the way out
 
-    app: Any = Litestar(route_handlers=[health, metrics, turns], on_shutdown=[node.aclose])
+    app: Any = Litestar(
+        route_handlers=[health, metrics, turns], on_shutdown=[node.aclose],
+        logging_config=None,  # Litestar's default replaces the root handler: the process's format stays
+    )  # fmt: skip
     return RegionGuard(app, verifier)

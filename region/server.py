@@ -18,6 +18,7 @@ import uvicorn
 from region.app import create_app
 from region.node import RegionNode
 from region.settings import RegionSettings
+from wire.access_log import access_log_on, uvicorn_log_options
 from wire.errors import VoicemeshError
 from wire.region_auth import TokenVerifier
 from wire.region_keys import KeyFile, KeySetError
@@ -84,10 +85,11 @@ async def serve_region(
     listener = _listen(settings.host, settings.port)
     node = RegionNode.from_settings(settings, llm_url, report=report)
     config = uvicorn.Config(
-        create_app(node, verifier=verifier), host=settings.host, port=settings.port, log_level="warning",
-        lifespan="on", ws_max_size=16 * 2**20, ws_ping_interval=20.0,
+        create_app(node, verifier=verifier), host=settings.host, port=settings.port, lifespan="on",
+        **uvicorn_log_options(), ws_max_size=16 * 2**20, ws_ping_interval=20.0,
         ssl_certfile=settings.auth.tls_cert, ssl_keyfile=settings.auth.tls_key,
     )  # fmt: skip
+    access_log_on()
     server = _Uvicorn(config)
     scheme = ("https", "wss") if tls else ("http", "ws")
     base = f"{scheme[0]}://{settings.host}:{settings.port}"

@@ -21,6 +21,7 @@ from region.cancel import Cancelled
 from region.node import RegionNode
 from region.turn_state import Turn
 from region.validation import check_audio_frame, check_start
+from wire import log_context
 from wire.audio import pcm16_to_float
 from wire.client import ClauseAudio
 from wire.errors import BadEvent, ProtocolError, RegionBusy, VoicemeshError
@@ -202,6 +203,7 @@ class TurnSession:
 
     async def _run(self, turn: Turn) -> None:
         start = turn.start
+        log_context.bind(turn_id=start.turn_id)  # the turn's task and its stages' tasks
         region = self.node.region
 
         async def on_queued(position: int, wait_s: float) -> None:
@@ -239,6 +241,7 @@ class TurnSession:
             return
         turn.mark("total_s")
         self.node.metrics.observe_turn(status, turn.timings, batch=turn.gives_way is not None)
+        log.info("turn %s %s in %.0f ms", start.turn_id, status, 1000 * turn.timings.get("total_s", 0.0))
         self._running = None  # before turn.done: the edge may send its next turn.start right after
         if refused is not None:
             await self._error(refused, start.turn_id)  # ends the turn, as a refused turn.start does

@@ -6,6 +6,7 @@ Every tier prints URLs (Redis, regions, the LLM) in ``/status``, ``/health`` and
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
@@ -35,9 +36,21 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&](?:[^=&#]*(?:key|token|secret|password|auth|signature|sig|jwt)[^=&#]*)=)[^&#]*"
+)
+
+
+def redact_query(path: str) -> str:
+    """A request path with the values of its secret-looking query parameters (``api_key``,
+    ``token``, ``client_secret``, ...) replaced by ``***``: no route takes a key in its query, but a
+    client may still send one, and the access log must not keep it."""
+    return _SECRET_PARAM.sub(lambda m: m.group(1) + MASK, path)
+
+
 def redact_token(token: str, *, keep: int = 6) -> str:
     """The first ``keep`` characters of a secret and an ellipsis: enough to tell keys apart in a log."""
     return token[:keep] + "…"
 
 
-__all__ = ["MASK", "redact_token", "redact_url"]
+__all__ = ["MASK", "redact_query", "redact_token", "redact_url"]

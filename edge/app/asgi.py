@@ -147,6 +147,7 @@ async def status(request: Request[Any, Any, Any], services: SkipValidation[EdgeS
             "store": services.store.status(),
             "limits": services.limits.status(),  # per-key limits shared across edges, or not
             "keys": services.auth.keys.store.status(),
+            "turns": services.recent_turns.list(),  # the ops page's waterfall
         },
         "router": services.router.status(),
     }
@@ -211,6 +212,7 @@ def create_app(services: EdgeServices) -> Litestar:
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},
         debug=False,
+        logging_config=None,  # Litestar's default replaces the root handler: the process's format stays
     )
 
 

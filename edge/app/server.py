@@ -19,6 +19,7 @@ from edge.app.direct_ws import DirectWebSocket
 from edge.app.services import EdgeServices
 from edge.shared.settings import EdgeSettings
 from router.api import TurnRouter
+from wire.access_log import access_log_on, uvicorn_log_options
 
 Report = Callable[[str], None]
 
@@ -123,7 +124,7 @@ async def serve_edge(
     services = services or EdgeServices.build(settings, router)
     limits = settings.limits
     config = uvicorn.Config(
-        create_app(services), host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+        create_app(services), host=settings.host, port=settings.port, lifespan="on", **uvicorn_log_options(),
         http=BoundedHttp.bounded(max_head_bytes=limits.max_head_bytes, head_timeout_s=limits.head_timeout_s),
         ws=DirectWebSocket,  # appends past the ASGI queue (edge/app/direct_ws.py)
         ws_max_size=4 * limits.max_event_bytes, ws_ping_interval=20.0, ws_ping_timeout=20.0,
@@ -134,6 +135,7 @@ async def serve_edge(
         limit_concurrency=limits.max_sessions + 256,
         timeout_keep_alive=5,  # an idle kept-alive HTTP connection
     )  # fmt: skip
+    access_log_on()
     server = _Uvicorn(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -15,6 +15,7 @@ from edge.audio.fallback_voice import FallbackVoice
 from edge.audio.vad import VadBatcher
 from edge.realtime.session_deps import SessionDeps
 from edge.realtime.session_snapshot import SessionSnapshots
+from edge.responses.recent_turns import RecentTurns
 from edge.shared.limits import KeyLimits
 from edge.shared.protocols import FallbackSpeaker, Vad
 from edge.shared.settings import EdgeSettings
@@ -72,6 +73,8 @@ class EdgeServices:
     open_sessions: int = 0
     draining: bool = False
     """SIGTERM: new sessions are refused (503) while the open ones finish (``edge/app/server.py``)."""
+    recent_turns: RecentTurns = field(default_factory=RecentTurns)
+    """Every session's last responses, stages and failovers (``/status``, the ops page's waterfall)."""
     relay_times: list[float] | None = None
     _preload: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -124,7 +127,7 @@ class EdgeServices:
         return SessionDeps(
             settings=self.settings, router=self.router, vad=self.vad, fallback=self.fallback,
             snapshots=self.sessions, voices=self.voice_library, accounting=self.accounting,
-            relay_times=self.relay_times,
+            relay_times=self.relay_times, recent_turns=self.recent_turns,
         )  # fmt: skip
 
     def speech_deps(self) -> SpeechDeps:

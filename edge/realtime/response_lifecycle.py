@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -39,8 +40,11 @@ from edge.shared.metrics import RESPONSES
 from edge.shared.state import SessionState
 from edge.tenancy.audit import TurnTrail
 from edge.tenancy.session_tenancy import refusal_for, routing_of
+from wire import log_context
 from wire.errors import BadEvent, ProtocolError
 from wire.turn import TurnStart
+
+log = logging.getLogger(__name__)
 
 
 class ResponseLifecycle:
@@ -254,6 +258,7 @@ class ResponseLifecycle:
     async def _run(
         self, response: Response, turn: UserTurn, start: TurnStart, trail: TurnTrail, audio_in: int
     ) -> None:
+        log_context.bind(turn_id=start.turn_id, response_id=response.id)  # this task and the response's
         try:
             result = await response.run()
             if response.params is None or not response.params.out_of_band:
@@ -270,6 +275,13 @@ class ResponseLifecycle:
             await early.aclose()  # (already closed unless the response ended before reading it)
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
+        self._deps.recent_turns.add(self._state.id, start.turn_id, response, result)
+        log.info(
+            "response %s %s, served by %s",
+            response.id,
+            result.status,
+            result.metadata.get("voicemesh_region", served_by),
+        )
         # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
         # the session, which cancels this one, and the turn must still be booked.
         booking = book_response(self._deps.accounting, self._state, response, result, start, trail, audio_in)

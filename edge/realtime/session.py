@@ -47,6 +47,7 @@ from edge.shared.events import (
 from edge.shared.key_policy import DEFAULT_POLICY, KeyPolicy
 from edge.shared.metrics import CLIENT_EVENTS, DIRECT_FRAMES, Tally
 from edge.shared.state import SessionState
+from wire import log_context
 from wire.errors import BadAudio, BadEvent, VoicemeshError
 from wire.rates import TokenBucket
 
@@ -80,6 +81,8 @@ class RealtimeSession:
         policy: KeyPolicy = DEFAULT_POLICY,
         hooks: SessionHooks | None = None,
     ) -> None:
+        # The connection's task (and every task the session starts) logs with the session's id.
+        log_context.bind(session_id=state.id)
         self.deps = deps
         self.state = state
         self.policy = policy

@@ -6,10 +6,11 @@ stand-ins. The session hands each of its parts the pieces that part uses.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from edge.realtime.session_snapshot import SessionSnapshots
+from edge.responses.recent_turns import RecentTurns
 from edge.shared.protocols import FallbackSpeaker, Vad
 from edge.shared.settings import EdgeSettings
 from edge.tenancy.accounting import Accounting
@@ -41,6 +42,8 @@ class SessionDeps:
     voices: VoiceResolver
     accounting: Accounting
     """Each turn's audit record and usage."""
+    recent_turns: RecentTurns = field(default_factory=RecentTurns)
+    """The last responses' stages and failovers, for the operations page (``GET /status``)."""
     relay_times: list[float] | None = None
     """Benchmarks: how long each relayed clause waited (``edge/responses/playback.py``)."""
 

@@ -135,6 +135,7 @@ class RouterRelay(TurnHandler):
         self.frames.metadata.setdefault("voicemesh_region", ev.region)
 
     async def got_failover(self, ev: FailedOver) -> None:
+        self.frames.stages.failed_over(ev.from_region, ev.to_region, ev.reason, self.reader.received)
         metadata = self.frames.metadata
         metadata["voicemesh_failed_over_from"] = ev.from_region
         metadata["voicemesh_region"] = ev.to_region

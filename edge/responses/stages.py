@@ -39,6 +39,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from edge.shared.metrics import STAGE_SECONDS
 from edge.shared.protocols import CHUNK_MS
@@ -71,6 +72,7 @@ class TurnStages:
         self.first_audio: float | None = None
         self.region_timings: dict[str, float] = {}
         self.speech = False
+        self._failovers: list[tuple[str, str, str, float]] = []
 
     def heard_speech(self, stopped_at: float, silence_s: float, *, sent_at: float | None = None) -> None:
         """A VAD turn: speech was called over at ``stopped_at``, ``silence_s`` of silence after it.
@@ -91,6 +93,17 @@ class TurnStages:
             return
         self._marks = [m for m in self._marks if m[0] in ("eos", "commit")]
         self._marks.append(("route", at))
+
+    def failed_over(self, from_region: str, to_region: str, reason: str, at: float) -> None:
+        """The router left ``from_region`` for ``to_region`` (the ops page marks it on the turn)."""
+        self._failovers.append((from_region, to_region, reason, at))
+
+    def failovers(self) -> list[dict[str, Any]]:
+        """Each failover, ``at_ms`` from the stages' start (where ``eos`` begins)."""
+        return [
+            {"from": f, "to": t, "reason": r, "at_ms": round(1000 * (at - self._start), 1)}
+            for f, t, r, at in self._failovers
+        ]
 
     def admitted(self, at: float, queued_s: float) -> None:
         if self.region_audio or self.first_audio is not None or any(m[0] == "queue" for m in self._marks):

@@ -1,12 +1,13 @@
 // The operations page: polls the edge's GET /status (admin key) once a second and shows regions
 // (location, breaker, latency EWMA chart, load, queue, residency), recent failovers and
-// degradations with their cause, and the edge's sessions.
+// degradations with their cause, the edge's sessions, and its recent turns' stages (waterfall.js).
 //
 // `window.voicemeshOps.snapshot()` returns what the page shows as plain JSON (the browser test
 // compares it with /status).
 
 import { ADMIN_SLOT, askForKey, authedFetch, forgetKey, HttpError } from "./auth.js";
 import { COLORS, drawLines } from "./chart.js";
+import { renderWaterfall } from "./waterfall.js";
 
 const POLL_MS = 1000;
 const WINDOW_MS = 5 * 60 * 1000;
@@ -193,6 +194,7 @@ async function poll() {
     renderChart(regions, nowMs);
     renderEvents(view.events, view.degradedTurns);
     renderSessions(view.sessions, view.edge);
+    renderWaterfall($("#waterfall"), view.edge.turns);
     $("#error").hidden = true;
     setStatus("live", `live · ${new Date(nowMs).toLocaleTimeString()}`);
   } catch (err) {
@@ -224,6 +226,11 @@ window.voicemeshOps = {
       ewma: card.querySelector(".ewma").textContent,
     })),
     normalized: regions,
+    waterfall: [...document.querySelectorAll(".wf-row")].map((r) => ({
+      response: r.dataset.response,
+      bars: [...r.querySelectorAll(".wf-bar")].map((b) => ({ lane: b.dataset.lane, stage: b.dataset.stage })),
+      failovers: r.querySelectorAll(".wf-failover").length,
+    })),
   }),
 };
 

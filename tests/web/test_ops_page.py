@@ -10,6 +10,7 @@ import httpx
 from playwright.async_api import Page
 
 from tests.web.conftest import WebEdge, docs_screenshot
+from voicemesh.realtime import connect
 
 
 async def ops_snapshot(page: Page) -> dict[str, Any]:
@@ -93,3 +94,36 @@ async def test_status_needs_the_key_and_the_page_asks_again(page: Page, web_edge
     await page.click("#key-form button")
     snap = await wait_for_polls(page, 1)
     assert {r["id"] for r in snap["regions"]} == {"test-region", "us-east"}
+
+
+async def test_ops_page_draws_the_waterfall_of_a_real_turn(page: Page, web_edge: WebEdge) -> None:
+    """A typed turn through the real region (stock openai client), then its stages on the page: the
+    edge's bars in pipeline order and the region's own lane, for that response."""
+    events: list[Any] = []
+    async with connect(web_edge.url, web_edge.api_key, max_retries=0) as conn:
+        await conn.session.update(
+            session={"type": "realtime", "instructions": "Answer in one short sentence."}
+        )
+        await conn.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi."}]}
+        )
+        await conn.response.create()
+        async with asyncio.timeout(180):  # only against a hang
+            async for event in conn:
+                events.append(event)
+                if event.type == "response.done":
+                    break
+    done = events[-1].response
+    assert done.status == "completed", done
+    await page.goto(f"{web_edge.http_url}/ops#key={web_edge.admin_key}")
+    row = page.locator(f'.wf-row[data-response="{done.id}"]')
+    await row.wait_for(timeout=20_000)
+    (shown,) = [r for r in (await ops_snapshot(page))["waterfall"] if r["response"] == done.id]
+    edge = [b["stage"] for b in shown["bars"] if b["lane"] == "edge"]
+    assert edge == ["route", "connect", "queue", "region", "relay"], shown  # a typed turn: no eos/commit
+    region = [b["stage"] for b in shown["bars"] if b["lane"] == "region"]
+    assert region and set(region) <= {"stt", "llm_ttft", "first_clause", "tts_first_audio"}, shown
+    # The bars are drawn: the region stage (the model's work) has a visible width on the track.
+    box = await row.locator('.wf-bar[data-stage="region"]').bounding_box()
+    assert box is not None and box["width"] > 1, box
+    assert shown["failovers"] == 0

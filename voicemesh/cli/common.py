@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from voicemesh import __version__
+from wire import log_context
 from wire.errors import VoicemeshError
 
 console = Console(stderr=True, highlight=False)
@@ -21,8 +23,15 @@ console = Console(stderr=True, highlight=False)
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="voicemesh")
-def cli() -> None:
+@click.option(
+    "--log-format", type=click.Choice(log_context.FORMATS, case_sensitive=False),
+    envvar=log_context.FORMAT_ENV, default="text", show_default=True,
+    help="Log lines as readable text, or one JSON object a line (docs/observability.md).",
+)  # fmt: skip
+def cli(log_format: log_context.LogFormat) -> None:
     """voicemesh: real-time voice AI across edge and regional tiers."""
+    log_context.configure(log_format)
+    os.environ[log_context.FORMAT_ENV] = log_format  # the tiers this command starts log alike
 
 
 @cli.group()

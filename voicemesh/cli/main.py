@@ -8,7 +8,8 @@ import logging
 import click
 
 from voicemesh import __version__
-from voicemesh.cli.common import cli
+from voicemesh.cli.common import cli, fail
+from wire import log_context
 
 # Modules that add commands to ``cli`` (and to ``bench``) when imported.
 _COMMAND_MODULES = (
@@ -38,7 +39,12 @@ def _register() -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # From the environment first (a bad value is said before anything runs); ``--log-format`` may
+    # change it as the root command starts (voicemesh/cli/common.py).
+    try:
+        log_context.configure(log_context.log_format())
+    except ValueError as exc:
+        fail(str(exc))
     # One line per health probe (httpx) or per transcription (faster-whisper) drowns what matters;
     # keep their warnings.
     for noisy in ("httpx", "faster_whisper"):

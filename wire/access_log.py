@@ -1,0 +1,39 @@
+"""uvicorn's access log, on for the edge and the region: one line a request through the process's
+logging (``wire/log_context.py``: its format, text or JSON), secrets out of the query string."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from wire.redact import redact_query
+
+ACCESS_LOGGER: Final = "uvicorn.access"
+
+
+def uvicorn_log_options() -> dict[str, Any]:
+    """``uvicorn.Config`` keywords: uvicorn's own logging config off (its handlers would bypass the
+    process's format), its server messages at warnings, its access log on."""
+    return {"log_config": None, "log_level": "warning", "access_log": True}
+
+
+class RedactQuery(logging.Filter):
+    """The request path of an access record (uvicorn's args: client, method, path, version, status)
+    with secret-looking query values masked (``wire.redact.redact_query``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_query(args[2]), *args[3:])
+        return True
+
+
+def access_log_on() -> None:
+    """After ``uvicorn.Config`` (which sets its loggers' levels): access lines at INFO, redacted."""
+    logger = logging.getLogger(ACCESS_LOGGER)
+    logger.setLevel(logging.INFO)
+    if not any(isinstance(f, RedactQuery) for f in logger.filters):
+        logger.addFilter(RedactQuery())
+
+
+__all__ = ["ACCESS_LOGGER", "RedactQuery", "access_log_on", "uvicorn_log_options"]
