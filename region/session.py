@@ -17,6 +17,7 @@ from typing import Protocol
 
 import msgspec
 
+from region import tracing
 from region.cancel import Cancelled
 from region.node import RegionNode
 from region.turn_state import Turn
@@ -201,6 +202,11 @@ class TurnSession:
         )
 
     async def _run(self, turn: Turn) -> None:
+        with tracing.turn_span(turn.start, self.node.region) as span:
+            turn.span = span
+            await self._serve(turn)
+
+    async def _serve(self, turn: Turn) -> None:
         start = turn.start
         region = self.node.region
 
@@ -212,6 +218,7 @@ class TurnSession:
         try:
             async with self.node.admission.slot(on_queued, start.priority) as slot:
                 turn.timings["queued_s"] = slot.queued_s
+                tracing.queued(slot.queued_s)
                 turn.t0 = time.perf_counter()  # stage timings count from admission
                 await self.send(TurnAdmitted(turn_id=start.turn_id, region=region, queued_s=slot.queued_s))
                 try:
