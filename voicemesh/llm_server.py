@@ -13,7 +13,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import psutil
@@ -85,8 +85,11 @@ class VllmServer:
         port: int = 8100,
         log_path: Path | None = None,
         report: Report | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.extra_env = dict(env or {})
+        """Added to this process's environment for vLLM (e.g. ``OTEL_*``: the tests' own receiver)."""
         self.host = host
         self.port = port
         self.log_path = log_path or paths.state_dir() / "logs" / f"vllm-{port}.log"
@@ -107,14 +110,15 @@ class VllmServer:
         # Niceness set at exec is inherited by every thread and process vLLM makes (its engine core,
         # its OpenMP workers); a renice after start would race the threads it creates.
         niced = ["nice", "-n", str(s.nice)] if s.nice else []
-        traced = ["--otlp-traces-endpoint", traces_endpoint()] if exporter_name() == "otlp" else []
+        env = self.env()
+        traced = ["--otlp-traces-endpoint", traces_endpoint(env)] if exporter_name(env) == "otlp" else []
         return [*niced, *vllm_argv(s, python=s.runtime_python, host=self.host, port=str(self.port)), *traced]
 
     def env(self) -> dict[str, str]:
         """vLLM's environment: ours, the profile's, and (tracing on) OTLP over HTTP, as ``vllm`` by default
         (vLLM reads only ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` and defaults it to gRPC)."""
-        env = {**os.environ, **self.settings.vllm_env}
-        if exporter_name() == "otlp":
+        env = {**os.environ, **self.settings.vllm_env, **self.extra_env}
+        if exporter_name(env) == "otlp":
             env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
             env.setdefault("OTEL_SERVICE_NAME", "vllm")
         return env
