@@ -121,7 +121,7 @@ class ResponseLifecycle:
             return  # the called turn would be refused too: it says so then
         routing = routing_of(state)
         span, events = traced_turn(
-            "realtime", start, lambda: self._deps.router.run_turn(routing, start, audio), speculative="true"
+            "realtime", start, lambda: self._deps.router.run_turn(routing, start, audio), speculative=True
         )
         self._speculative = SpeculativeTurn(routing, start, audio, events, span=span)
 

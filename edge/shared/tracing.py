@@ -24,14 +24,19 @@ tracer = trace.get_tracer("voicemesh.edge")
 
 
 def traced_turn(
-    source: Source, start: TurnStart, run: Callable[[], AsyncIterator[T]], **attributes: str
+    source: Source, start: TurnStart, run: Callable[[], AsyncIterator[T]], *, speculative: bool = False
 ) -> tuple[Span, AsyncGenerator[T, None]]:
     """Start the turn's span, call ``run`` (the router's ``run_turn``) under it, and read its events
-    with the span current; the span ends when the stream does."""
+    with the span current; the span ends when the stream does. ``speculative``: started at a pause
+    (``edge/realtime/speculation.py``)."""
     span = tracer.start_span(
         "edge.turn",
         kind=SpanKind.SERVER,
-        attributes={"voicemesh.turn.id": start.turn_id, "voicemesh.turn.source": source, **attributes},
+        attributes={
+            "voicemesh.turn.id": start.turn_id,
+            "voicemesh.turn.source": source,
+            "voicemesh.turn.speculative": speculative,
+        },
     )
     with trace.use_span(span, end_on_exit=False):
         events = run()
