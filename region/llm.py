@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from region import tracing
 from region.protocols import Cut, LlmError
 from region.settings import LlmSettings
 from region.think import ThinkFilter
@@ -129,9 +130,10 @@ class VllmClient:
 
     async def _deltas(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | TokenUsage, None]:
         """The ``delta`` of each streamed chunk of one request, then its ``TokenUsage``."""
+        span, headers = tracing.llm_span(self.settings.served_name)
         try:
             with self.workload.running("llm"):
-                async with self._http.stream("POST", "/chat/completions", json=body) as r:
+                async with self._http.stream("POST", "/chat/completions", json=body, headers=headers) as r:
                     if r.status_code != 200:
                         raise _refusal(r.status_code, await r.aread())
                     async for line in r.aiter_lines():
@@ -150,7 +152,10 @@ class VllmClient:
                         if choices:
                             yield choices[0].get("delta") or {}
         except httpx.HTTPError as exc:
+            span.set_attribute("error.type", type(exc).__name__)
             raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
+        finally:
+            span.end()
 
     async def stream(
         self, start: TurnStart, user_text: str, *, stop_after: int = 0

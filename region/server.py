@@ -22,6 +22,7 @@ from wire.access_log import access_log_on, uvicorn_log_options
 from wire.errors import VoicemeshError
 from wire.region_auth import TokenVerifier
 from wire.region_keys import KeyFile, KeySetError
+from wire.tracing import TracingSettingsError, setup_tracing
 
 Report = Callable[[str], None]
 
@@ -78,6 +79,10 @@ async def serve_region(
             f"region {settings.region_id}: no LLM URL; give one (--llm-url) or run the region with "
             "`voicemesh region serve`, which starts vLLM first"
         )
+    try:
+        setup_tracing("voicemesh-region", **{"service.instance.id": settings.region_id})
+    except TracingSettingsError as exc:
+        raise RegionStartError(f"region {settings.region_id}: {exc}") from exc
     verifier = _verifier(settings, report)
     tls = settings.auth.tls_cert is not None
     if tls != (settings.auth.tls_key is not None):

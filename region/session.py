@@ -17,6 +17,7 @@ from typing import Protocol
 
 import msgspec
 
+from region import tracing
 from region.cancel import Cancelled
 from region.node import RegionNode
 from region.turn_state import Turn
@@ -202,6 +203,11 @@ class TurnSession:
         )
 
     async def _run(self, turn: Turn) -> None:
+        with tracing.turn_span(turn.start, self.node.region) as span:
+            turn.span = span
+            await self._serve(turn)
+
+    async def _serve(self, turn: Turn) -> None:
         start = turn.start
         log_context.bind(turn_id=start.turn_id)  # the turn's task and its stages' tasks
         region = self.node.region
@@ -214,6 +220,7 @@ class TurnSession:
         try:
             async with self.node.admission.slot(on_queued, start.priority) as slot:
                 turn.timings["queued_s"] = slot.queued_s
+                tracing.queued(slot.queued_s)
                 turn.t0 = time.perf_counter()  # stage timings count from admission
                 await self.send(TurnAdmitted(turn_id=start.turn_id, region=region, queued_s=slot.queued_s))
                 try:

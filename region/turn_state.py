@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from opentelemetry.trace import INVALID_SPAN, Span
+
 from region.cancel import CancelToken
 from region.cpu_order import UNORDERED, CpuOrder
 from region.live_first import LiveFirst
@@ -48,6 +50,8 @@ class Turn:
     """The LLM's token count, when it gave one (``TurnDone.usage``)."""
     gives_way: LiveFirst | None = None
     """A batch turn's: each clause waits for live turns, and one arriving stops it (said again)."""
+    span: Span = INVALID_SPAN
+    """The turn's span (``region/tracing.py``): each mark is an event on it."""
 
     def call(self, call: ToolCall) -> None:
         """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
@@ -61,6 +65,8 @@ class Turn:
         """Record ``name`` as seconds since ``since`` (default: the turn's start), once."""
         if name not in self.timings:
             self.timings[name] = round(time.perf_counter() - (self.t0 if since is None else since), 4)
+            if self.span.is_recording():  # not once the turn's span has ended (a mark after a cancel)
+                self.span.add_event(name, {"seconds": self.timings[name]})
 
 
 @dataclass

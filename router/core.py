@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Mapping
 
+from router import tracing
 from router.api import RoutedEvent, SessionRouting
 from router.breaker_storage import BreakerStorage, storage_from_url
 from router.breakers import BreakerBoard
@@ -28,6 +29,7 @@ from router.sticky import StickySessions
 from wire.bounded_redis import BoundedRedis
 from wire.rates import TokenBucket
 from wire.region_auth import ClientAuth
+from wire.tracing import within
 from wire.turn import TurnStart
 
 log = logging.getLogger(__name__)
@@ -127,7 +129,8 @@ class Router:
         self, session: SessionRouting, start: TurnStart, audio: bytes | None = None
     ) -> AsyncGenerator[RoutedEvent, None]:
         """Serve one turn (``TurnRouter``); closing the stream cancels the region's turn."""
-        return TurnFailover(self._turns, session, start, audio).run()
+        span = tracing.turn_span(start, session.session_id)
+        return within(span, TurnFailover(self._turns, session, start, audio).run())
 
     # Status.
     @property

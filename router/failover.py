@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from router import metrics
+from router import metrics, tracing
 from router.api import ClientRefused, Degraded, FailedOver, Routed, RoutedEvent, SessionRouting
 from router.attempt import RegionAttempt
 from router.continuation import TurnProgress
@@ -131,8 +131,9 @@ class TurnFailover:
                 # A batch item pauses for every live turn on its region (region.live_first): a
                 # silence never moves it; a lost connection or failed probes do.
                 slack, hang_slack = BATCH_SLACK, r.settings.last_resort_slack
+            span, start = tracing.attempt_span(region.id, self.attempts, self.start)
             attempt = RegionAttempt(
-                region, self.start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled,
+                region, start, self.audio, self.progress, pool=r.pool, cancelled=r.cancelled,
                 slack=slack, hang_slack=hang_slack,
                 learn=None if self.start.is_batch else functools.partial(r.health.measured, region),
             )  # fmt: skip
@@ -146,7 +147,9 @@ class TurnFailover:
                         yield ev
             except ProtocolError as exc:
                 refused = exc
+                tracing.left(span, "client_refused")
             except RegionError as exc:
+                tracing.left(span, exc.code, exc)
                 await r.health.turn_ended(region, exc)
                 log.warning(
                     "turn %s: region %s failed (%s): %s", self.start.turn_id, region.id, exc.code, exc
@@ -158,6 +161,7 @@ class TurnFailover:
                 choosing = self.failed_at
                 continue
             except BaseException:
+                tracing.left(span, "abandoned")
                 r.health.abandoned(region)  # cancelled by the caller: no verdict on the region
                 raise
             if refused is not None:
@@ -167,6 +171,7 @@ class TurnFailover:
                 )
                 yield ClientRefused.of(refused)
                 return
+            tracing.left(span, "completed")
             # A batch item's length says nothing of the region's speed.
             duration = None if self.start.is_batch else time.perf_counter() - t0
             await r.health.turn_ended(region, None, duration_s=duration)
@@ -214,6 +219,7 @@ class TurnFailover:
 
     def _failed_over(self, exc: RegionError, to: str) -> FailedOver:
         metrics.FAILOVERS.labels(exc.region, exc.code).inc()
+        tracing.failover(exc, to, self.progress.heard_text, self.failed_at)
         self.deps.failovers.failed_over(self._record(exc.region, to, exc.code, exc.message))
         return FailedOver(
             from_region=exc.region, to_region=to, reason=exc.code, heard_text=self.progress.heard_text

@@ -15,6 +15,7 @@ import pytest
 
 pytest_plugins = [
     "tests.fixtures.common",
+    "tests.fixtures.otlp",
     "tests.fixtures.llm",
     "tests.fixtures.region",
     "tests.fixtures.edge",

@@ -13,7 +13,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import psutil
@@ -23,6 +23,7 @@ from voicemesh import paths
 from voicemesh.processes import ProcessStartError, spawn, stop_async, wait_healthy
 from wire.errors import ModelMissing
 from wire.tasks import cancel_and_wait
+from wire.tracing import exporter_name, traces_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,11 @@ class VllmServer:
         port: int = 8100,
         log_path: Path | None = None,
         report: Report | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.extra_env = dict(env or {})
+        """Added to this process's environment for vLLM (e.g. ``OTEL_*``: the tests' own receiver)."""
         self.host = host
         self.port = port
         self.log_path = log_path or paths.state_dir() / "logs" / f"vllm-{port}.log"
@@ -106,7 +110,18 @@ class VllmServer:
         # Niceness set at exec is inherited by every thread and process vLLM makes (its engine core,
         # its OpenMP workers); a renice after start would race the threads it creates.
         niced = ["nice", "-n", str(s.nice)] if s.nice else []
-        return [*niced, *vllm_argv(s, python=s.runtime_python, host=self.host, port=str(self.port))]
+        env = self.env()
+        traced = ["--otlp-traces-endpoint", traces_endpoint(env)] if exporter_name(env) == "otlp" else []
+        return [*niced, *vllm_argv(s, python=s.runtime_python, host=self.host, port=str(self.port)), *traced]
+
+    def env(self) -> dict[str, str]:
+        """vLLM's environment: ours, the profile's, and (tracing on) OTLP over HTTP, as ``vllm`` by default
+        (vLLM reads only ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` and defaults it to gRPC)."""
+        env = {**os.environ, **self.settings.vllm_env, **self.extra_env}
+        if exporter_name(env) == "otlp":
+            env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
+            env.setdefault("OTEL_SERVICE_NAME", "vllm")
+        return env
 
     def _check_installed(self) -> None:
         s = self.settings
@@ -128,9 +143,7 @@ class VllmServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         # die_with_parent: a SIGKILLed `llm serve` / `region serve` takes its vLLM along (issue 14).
-        self._proc = spawn(
-            self.command(), log_path=self.log_path, env={**os.environ, **s.vllm_env}, die_with_parent=True
-        )
+        self._proc = spawn(self.command(), log_path=self.log_path, env=self.env(), die_with_parent=True)
         self._pump = asyncio.create_task(self._follow_log(offset, t0), name="vllm log")
         try:
             took = await wait_healthy(

@@ -132,6 +132,9 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     custom_voice: CustomVoice | None = None
     """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
     carries it, so every region has it, and a failover keeps it."""
+    traceparent: str | None = None
+    """The W3C trace context of the router's attempt (``wire/tracing.py``): the region's spans join the
+    turn's trace. ``None``: not traced (or a caller that does not trace)."""
 
     @property
     def is_batch(self) -> bool:

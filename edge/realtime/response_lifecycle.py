@@ -38,6 +38,7 @@ from edge.responses.stages import silence_window_s
 from edge.shared.events import Send
 from edge.shared.metrics import RESPONSES
 from edge.shared.state import SessionState
+from edge.shared.tracing import task_context, traced_turn
 from edge.tenancy.audit import TurnTrail
 from edge.tenancy.session_tenancy import refusal_for, routing_of
 from wire import log_context
@@ -123,9 +124,10 @@ class ResponseLifecycle:
         except ProtocolError:
             return  # the called turn would be refused too: it says so then
         routing = routing_of(state)
-        self._speculative = SpeculativeTurn(
-            routing, start, audio, self._deps.router.run_turn(routing, start, audio)
+        span, events = traced_turn(
+            "realtime", start, lambda: self._deps.router.run_turn(routing, start, audio), speculative=True
         )
+        self._speculative = SpeculativeTurn(routing, start, audio, events, span=span)
 
     def drop_speculation(self) -> None:
         """Speech came back: the turn started at the pause is not the one that will be called."""
@@ -171,9 +173,12 @@ class ResponseLifecycle:
         audio = self._audio_of(turn)
         trail = TurnTrail()
         if early is None:
-            routed, arrival = deps.router.run_turn(routing_of(state), start, audio), time.perf_counter
+            span, routed = traced_turn(
+                "realtime", start, lambda: deps.router.run_turn(routing_of(state), start, audio)
+            )
+            arrival = time.perf_counter
         else:
-            routed, arrival = early.adopt(), early.arrival
+            span, routed, arrival = early.span, early.adopt(), early.arrival
         self._early = early
         response = Response(
             send=self._send,
@@ -200,7 +205,9 @@ class ResponseLifecycle:
         self.response = response
         self.last_response_id = response.id
         self._task = asyncio.create_task(
-            self._run(response, turn, start, trail, len(audio or b"")), name=response.id
+            self._run(response, turn, start, trail, len(audio or b"")),
+            name=response.id,
+            context=task_context(span),
         )
 
     def cancel(self, reason: CancelReason) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import cast
 
 import msgspec
+from opentelemetry.trace import INVALID_SPAN, Span
 
 from edge.shared.metrics import SPECULATIVE_TURNS
 from router.api import RoutedEvent, SessionRouting
@@ -29,9 +30,17 @@ _END = object()
 
 class SpeculativeTurn:
     def __init__(
-        self, routing: SessionRouting, start: TurnStart, audio: bytes, events: AsyncIterator[RoutedEvent]
+        self,
+        routing: SessionRouting,
+        start: TurnStart,
+        audio: bytes,
+        events: AsyncIterator[RoutedEvent],
+        *,
+        span: Span = INVALID_SPAN,
     ) -> None:
         self.routing = routing
+        self.span = span
+        """The turn's span (``edge/shared/tracing.py``), for the response that adopts it."""
         self.start = start
         self.audio = audio
         self.started_at = time.perf_counter()

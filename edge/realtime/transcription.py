@@ -32,6 +32,7 @@ from collections import deque
 from edge.realtime.conversation import Conversation
 from edge.shared.events import Send, new_id, server_event
 from edge.shared.state import SessionState
+from edge.shared.tracing import traced_turn
 from edge.tenancy.accounting import Accounting
 from edge.tenancy.audit import TurnTrail
 from edge.tenancy.session_tenancy import routing_of
@@ -171,7 +172,9 @@ class InputTranscription:
         trail = TurnTrail()
         status = "failed"
         try:
-            events = self._router.run_turn(routing_of(state), start, pcm)
+            _, events = traced_turn(
+                "transcription", start, lambda: self._router.run_turn(routing_of(state), start, pcm)
+            )
             result = await run_transcription(events, trail)
             if result.transcript is not None or result.degraded is not None:
                 status = "completed"

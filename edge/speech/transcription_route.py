@@ -16,6 +16,7 @@ from litestar.response import Response
 
 from edge.shared.errors import InvalidParam
 from edge.shared.limits import check_range, check_text
+from edge.shared.tracing import traced_turn
 from edge.speech.audio_encoding import decode_upload
 from edge.speech.speech_deps import SpeechDeps
 from edge.speech.speech_request import routing_of
@@ -77,7 +78,8 @@ async def transcribe(
     )  # fmt: skip
     t0 = time.perf_counter()
     trail = TurnTrail()
-    result = await run_transcription(deps.router.run_turn(routing, start, pcm), trail)
+    _, events = traced_turn("transcription", start, lambda: deps.router.run_turn(routing, start, pcm))
+    result = await run_transcription(events, trail)
     residency = None if routing.residency is None else sorted(routing.residency)
     await book_transcription(
         deps.accounting, trail, key_id=principal.key_id, session_id=routing.session_id,

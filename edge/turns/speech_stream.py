@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from edge.shared.protocols import FallbackSpeaker
+from edge.shared.tracing import traced_turn
 from edge.tenancy.audit import EDGE, TurnTrail
 from edge.turns.edge_voice import EdgeVoice
 from edge.turns.heard import Heard
@@ -76,7 +77,8 @@ class SpeechStream(TurnHandler):
         self._text = start.speak_text
         self.outcome = SpeechOutcome()
         self.trail = TurnTrail()
-        self._reader = TurnReader(router.run_turn(routing, start), heard=self.outcome.heard, trail=self.trail)
+        _, events = traced_turn("speech", start, lambda: router.run_turn(routing, start))
+        self._reader = TurnReader(events, heard=self.outcome.heard, trail=self.trail)
         self._speak_on_no_region = speak_on_no_region
         self._all_or_nothing = all_or_nothing
         """No region left, or a refusal, after some audio: raise too (a batch item is tried again

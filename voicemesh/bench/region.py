@@ -91,7 +91,7 @@ async def _bench(options: BenchOptions, settings: RegionSettings, stop: asyncio.
     audio = espeak_utterance(options.utterance)
     pcm = float_to_pcm16(audio)
     report(f"utterance: {options.utterance!r} ({len(audio) / STT_RATE:.1f} s of espeak-ng speech)")
-    async with _region(options, settings, report) as (base, node):
+    async with bench_region_node(options, settings, report) as (base, node):
         start = TurnStart(
             turn_id="bench", voice=options.voice, max_output_tokens=options.max_output_tokens, temperature=0.0
         )
@@ -141,7 +141,7 @@ async def _bench(options: BenchOptions, settings: RegionSettings, stop: asyncio.
 
 
 @contextlib.asynccontextmanager
-async def _region(
+async def bench_region_node(
     options: BenchOptions, settings: RegionSettings, report: Report
 ) -> AsyncIterator[tuple[str, RegionNode]]:
     """(base URL, a warm node on this machine): the region under test and models for part 2."""

@@ -138,6 +138,7 @@ def serve(
     from router.registry import Location, Registry
     from router.settings import RouterSettings
     from wire.region_auth import CA_ENV, KEYS_ENV
+    from wire.tracing import TracingSettingsError, setup_tracing
 
     try:
         lat, lon = (float(v) for v in location.split(","))
@@ -163,6 +164,10 @@ def serve(
     limits = replace(settings.limits, max_sessions_per_key=max_sessions_per_key, connect_burst=connect_burst)
     settings = replace(settings, limits=limits)
 
+    try:
+        setup_tracing("voicemesh-edge")  # the router's spans are this process's too
+    except TracingSettingsError as exc:
+        fail(str(exc))
     # The flags stand for the variables for every region client of this process (pool, probes).
     os.environ.update({k: v for k, v in ((KEYS_ENV, region_keys), (CA_ENV, region_ca)) if v})
 

@@ -182,3 +182,27 @@ def bench_region(
         console.print(summary, markup=False)
 
     run_until_signal(main)
+
+
+@bench.command("traces")
+@click.option("--llm-url", default=None, help="LLM for the region (default: start vLLM).")
+@click.option(
+    "--rounds", default=4, show_default=True, type=click.IntRange(min=1),
+    help="Rounds of four turns, two with tracing off and two on (ABBA, then BAAB).",
+)  # fmt: skip
+@click.option(
+    "--utterance", default="Please tell me a short story about a cat.", show_default=True,
+    help="What the espeak-ng speaker says each turn.",
+)  # fmt: skip
+@profile_option
+def bench_traces(llm_url: str | None, rounds: int, utterance: str, profile: str | None) -> None:
+    """Tracing's cost on time to first audio: off vs on (to a loopback OTLP sink), in one run."""
+    from voicemesh.bench.traces import bench_traces as run
+    from voicemesh.cli.common import console
+
+    settings = region_settings("bench", profile=profile, llm_url=llm_url, port=0)
+
+    async def main(stop: asyncio.Event) -> None:
+        console.print(await run(settings, rounds=rounds, utterance=utterance, report=progress), markup=False)
+
+    run_until_signal(main)
