@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,6 +43,8 @@ class WebRtcCaller:
         self.events: list[dict[str, Any]] = []
         self.heard = bytearray()
         """Everything the answer track played, 24 kHz PCM16 mono (silence included)."""
+        self.arrivals: list[tuple[float, int, int]] = []
+        """When each piece of ``heard`` arrived (monotonic time) and its byte span in it."""
         self.call_url: str | None = None
         self._changed = asyncio.Event()
         self._heard_more = asyncio.Event()
@@ -132,6 +135,7 @@ class WebRtcCaller:
             self._recorder = asyncio.create_task(read_inbound(track, self._record, chunk_ms=20))
 
     def _record(self, pcm: bytes) -> None:
+        self.arrivals.append((time.monotonic(), len(self.heard), len(self.heard) + len(pcm)))
         self.heard += pcm
         self._heard_more.set()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,9 +136,14 @@ class VoicemeshStack:
 
 @contextlib.asynccontextmanager
 async def voicemesh_stack(
-    options: E2eOptions, profile: Profile, work: Path, report: Report
+    options: E2eOptions,
+    profile: Profile,
+    work: Path,
+    report: Report,
+    edge_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[VoicemeshStack]:
-    """vLLM (unless given), one region and one edge, as processes; all stopped on the way out."""
+    """vLLM (unless given), one region and one edge (with ``edge_env`` settings), as processes; all
+    stopped on the way out."""
     vllm: VllmServer | None = None
     region: LocalRegion | None = None
     edge: EdgeProcess | None = None
@@ -151,7 +156,7 @@ async def voicemesh_stack(
         report(f"voicemesh: starting a region (log {work / 'bench-e2e.log'})")
         await region.start()
         settings = EdgeSettings(api_keys=("bench-e2e-key",), vad_model=profile.edge.vad_model)
-        edge = EdgeProcess(settings, region=f"{region.id}={region.url}")
+        edge = EdgeProcess(settings, region=f"{region.id}={region.url}", env=edge_env)
         report(f"voicemesh: starting an edge in front of it (log {edge.log})")
         await edge.ready()
         logs = (work / f"{region.id}.log", edge.log)

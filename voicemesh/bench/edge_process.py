@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,10 @@ class EdgeProcess:
 
     def __init__(
         self, settings: EdgeSettings, *, core: int | None = None, region: str = "nowhere=http://127.0.0.1:9",
-        checkout: Path | None = None,
+        checkout: Path | None = None, env: Mapping[str, str] | None = None,
     ) -> None:  # fmt: skip
-        """``checkout``: run that source tree's edge (a comparison), with this environment's packages."""
+        """``checkout``: run that source tree's edge (a comparison), with this environment's packages;
+        ``env``: settings of the edge's own (``VOICEMESH_*``)."""
         self.port = free_port()
         self.key = settings.api_keys[0]
         cmd = [
@@ -45,7 +46,7 @@ class EdgeProcess:
         if core is not None and shutil.which("taskset"):
             cmd = ["taskset", "-c", str(core), *cmd]
         # The bench reads /status: its one key is the edge's admin key too.
-        env = {**os.environ, "VOICEMESH_API_KEY": self.key, "VOICEMESH_ADMIN_KEY": self.key}
+        env = {**os.environ, **(env or {}), "VOICEMESH_API_KEY": self.key, "VOICEMESH_ADMIN_KEY": self.key}
         if checkout is not None:
             # ``python -m`` puts its working directory first on ``sys.path``, ahead of PYTHONPATH:
             # started from inside another checkout it would run that one's code.

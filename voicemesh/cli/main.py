@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "bench_e2e",
     "image",
     "bench_edge_kill",
+    "bench_transports",
 )
 
 
