@@ -49,11 +49,11 @@ profile_option = click.option(
 
 def progress(line: str) -> None:
     # Lines carry paths, URLs and tools' own messages ("[file:53]"): text, never markup.
-    console.print(f"[cyan]›[/cyan] {escape(line)}")
+    console.print(f"[cyan]›[/cyan] {escape(line)}", soft_wrap=True)  # a line, never cut: logs are grepped
 
 
 def fail(message: str, *, code: int = 1) -> NoReturn:
-    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
     sys.exit(code)
 
 
