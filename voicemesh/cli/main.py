@@ -48,7 +48,7 @@ def main() -> None:
         fail(str(exc))
     # One line per health probe (httpx) or per transcription (faster-whisper) drowns what matters;
     # keep their warnings.
-    for noisy in ("httpx", "faster_whisper"):
+    for noisy in ("httpx", "faster_whisper", "aioice"):  # aioice: a line per ICE candidate pair
         logging.getLogger(noisy).setLevel(logging.WARNING)
     _register()
     cli(prog_name="voicemesh")
