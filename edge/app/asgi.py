@@ -9,7 +9,8 @@
   ``edge/tenancy/tenant_admin.py``)
 * ``POST /v1/audio/speech``, ``POST /v1/audio/transcriptions``, ``GET /v1/models``  the OpenAI audio
   API (``edge/speech/audio_api.py``, ``docs/speech.md``)
-* ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
+* ``GET /metrics``  Prometheus metrics of the edge and its router: the scraper's metrics credential (as a
+  region's) or an admin key (``edge/app/metrics_access.py``)
 
 Refusals are real HTTP responses with a JSON body saying why (``{"error": {"code", "message"}}``):
 400 bad request, 401 bad credentials, 403 missing scope, 408 handshake too slow, 429 limits, 431
@@ -34,18 +35,20 @@ import secrets
 from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
+from litestar.datastructures import State
 from litestar.connection import ASGIConnection, WebSocket
 from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
 from edge.app.dependencies import route_dependencies
+from edge.app.metrics_access import MetricsAccess
 from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
 from edge.realtime.session_snapshot import SessionSnapshot
 from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, edge_error
-from edge.shared.metrics import CONTENT_TYPE, render
+from edge.shared.metrics import CONTENT_TYPE, SESSIONS_REFUSED, render
 from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
 from edge.speech.batch_routes import batch_route_handlers  # issue 16c
 from edge.speech.batch_worker import BatchWorker
@@ -89,6 +92,7 @@ async def _admit(
 
 async def _deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_after_s: int) -> None:
     exc = edge_error(refusal)
+    SESSIONS_REFUSED.labels(exc.code, str(exc.status)).inc()
     body = json.dumps(exc.http_body()).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
@@ -198,8 +202,11 @@ async def health(services: SkipValidation[EdgeServices]) -> HttpResponse[dict[st
     return HttpResponse({"status": "ok"})
 
 
-@get("/metrics", sync_to_thread=False)
-def metrics() -> HttpResponse[bytes]:
+@get("/metrics")
+async def metrics(request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]) -> HttpResponse[bytes]:
+    """The metrics credential (as a region's ``/metrics``) or an admin key: ``edge/app/metrics_access.py``."""
+    access = request.app.state.metrics_access
+    await access.check(request.headers.get("authorization"), lambda: _authenticate(services, request, []))
     return HttpResponse(render(), media_type=CONTENT_TYPE)
 
 
@@ -243,6 +250,7 @@ def create_app(services: EdgeServices) -> Litestar:
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},
+        state=State({"metrics_access": MetricsAccess()}),
         debug=False,
     )
 
