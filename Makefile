@@ -7,8 +7,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# haproxy: the local front door; podman buildah mmdebstrap umoci skopeo uidmap: `make image` and its test (docs/image.md)
-APT_PACKAGES := espeak-ng sox redis-server chromium haproxy podman buildah mmdebstrap umoci skopeo uidmap
+# haproxy: the local front door; prometheus (and promtool): `voicemesh up`'s metrics and the rules' tests; podman buildah mmdebstrap umoci skopeo uidmap: `make image` and its test (docs/image.md)
+APT_PACKAGES := espeak-ng sox redis-server chromium haproxy prometheus podman buildah mmdebstrap umoci skopeo uidmap
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean \

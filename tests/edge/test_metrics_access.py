@@ -17,7 +17,7 @@ from edge.shared import metrics
 from edge.shared.metrics import MAX_KEY_LABELS, key_label
 from edge.shared.settings import EdgeSettings
 from edge.tenancy.auth import key_id
-from edge.testing import ScriptedRouter, memory_services
+from edge.testing import ScriptedRouter, memory_services, spoken_reply
 from wire.region_auth import KEYS_ENV, TokenSigner
 from wire.region_keys import KeyFile, ensure_key_set, ensure_metrics_credential, metrics_token_path
 
@@ -39,7 +39,7 @@ def key_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def client() -> TestClient:  # type: ignore[type-arg]
     settings = EdgeSettings(api_keys=(CALLER,), admin_keys=(ADMIN,))
-    return TestClient(create_app(memory_services(ScriptedRouter(), settings=settings)))
+    return TestClient(create_app(memory_services(ScriptedRouter(spoken_reply("Hi.")), settings=settings)))
 
 
 def test_metrics_take_the_metrics_credential_or_an_admin_key_and_nothing_else(key_set: Path) -> None:
