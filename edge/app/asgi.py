@@ -35,8 +35,8 @@ import secrets
 from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
-from litestar.datastructures import State
 from litestar.connection import ASGIConnection, WebSocket
+from litestar.datastructures import State
 from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 from litestar.types.asgi_types import WebSocketResponseStartEvent
@@ -203,7 +203,9 @@ async def health(services: SkipValidation[EdgeServices]) -> HttpResponse[dict[st
 
 
 @get("/metrics")
-async def metrics(request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]) -> HttpResponse[bytes]:
+async def metrics(
+    request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]
+) -> HttpResponse[bytes]:
     """The metrics credential (as a region's ``/metrics``) or an admin key: ``edge/app/metrics_access.py``."""
     access = request.app.state.metrics_access
     await access.check(request.headers.get("authorization"), lambda: _authenticate(services, request, []))

@@ -27,7 +27,9 @@ class MetricsAccess:
 
     async def check(self, authorization: str | None, authenticate: Authenticate) -> None:
         """Return when the request may read the metrics; raise ``NotAuthenticated`` (401) otherwise."""
-        token = (authorization or "")[7:].strip() if (authorization or "").lower().startswith("bearer ") else ""
+        token = (
+            (authorization or "")[7:].strip() if (authorization or "").lower().startswith("bearer ") else ""
+        )
         if self._verifier is not None and self._verifier.metrics_refusal(authorization) is None:
             return
         if token.startswith(METRICS_PREFIX):

@@ -1,8 +1,8 @@
 """Usage per key, what billing would be built on: turns, audio seconds in and out, tokens.
 
 Each finished turn adds a ``UsageDelta`` twice: to this edge's Prometheus counters (``/metrics``,
-labelled by a key id that reveals nothing of the key: ``voicemesh_edge_key_*``) and to the key's shared totals, read by an admin at
-``GET /v1/keys/{key_id}/usage`` on any edge. The totals live in ``Counters`` (``edge/stores/``): this
+``voicemesh_edge_key_*``, labelled by a key id that reveals nothing of the key) and to the key's
+shared totals, read by an admin at ``GET /v1/keys/{key_id}/usage`` on any edge. The totals live in ``Counters`` (``edge/stores/``): this
 edge's memory, or a Redis hash per key that every edge adds to atomically; while Redis fails, this
 edge counts in memory, adds that in when read, and adds it to the shared hash once Redis answers).
 

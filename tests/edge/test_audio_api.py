@@ -55,7 +55,9 @@ async def edge_of() -> AsyncIterator[object]:
     running: list[EdgeTask] = []
 
     async def start(*scripts: list[object]) -> Edge:
-        settings = EdgeSettings(port=free_port(), api_keys=(KEY,), admin_keys=(ADMIN,), models={"llm": "m-llm", "stt": "m-stt"})
+        settings = EdgeSettings(
+            port=free_port(), api_keys=(KEY,), admin_keys=(ADMIN,), models={"llm": "m-llm", "stt": "m-stt"}
+        )
         router, voice = ScriptedRouter(*scripts), ToneVoice()  # type: ignore[arg-type]
         services = memory_services(router, fallback=voice, settings=settings)
         running.append(await EdgeTask.start(settings, router, services=services))

@@ -1,7 +1,8 @@
-"""The Prometheus rules (infra/modules/prometheus-rules/rules) are valid and do what they say: ``promtool check
-rules`` on every file, and ``promtool test rules`` on input series with the alerts they must and must
-not raise (infra/modules/prometheus-rules/tests/rules_test.yml). The cloud's PrometheusRule carries the same
-groups (tests/infra/test_k8s_manifests.py). Needs Debian's ``prometheus`` package (``make setup``)."""
+"""The Prometheus rules (infra/modules/prometheus-rules/rules) are valid and do what they say:
+``promtool check rules`` on every file, and ``promtool test rules`` on input series with the alerts
+they must and must not raise (infra/modules/prometheus-rules/tests/rules_test.yml). The cloud's
+PrometheusRule carries the same groups (tests/infra/test_k8s_manifests.py). Needs Debian's
+``prometheus`` package (``make setup``)."""
 
 from __future__ import annotations
 
