@@ -4,7 +4,8 @@ Each finished turn adds a ``UsageDelta`` twice: to this edge's Prometheus counte
 ``voicemesh_edge_key_*``, labelled by a key id that reveals nothing of the key) and to the key's
 shared totals, read by an admin at ``GET /v1/keys/{key_id}/usage`` on any edge. The totals live
 in ``Counters`` (``edge/stores/``): this edge's memory, or a Redis hash per key that every edge adds
-to atomically; while Redis fails, this edge counts in memory, adds that in when read, and adds it to the shared hash once Redis answers).
+to atomically; while Redis fails, this edge counts in memory, adds that in when read, and adds it
+to the shared hash once Redis answers).
 
 What is counted: audio in is the user audio a region was sent (16 kHz PCM16); audio out is the
 region audio relayed to the client (24 kHz PCM16; the edge's own fallback voice is not counted:
