@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.observability import RULES_DIR, RULES_TEST
+from infra.observability import RULES_DIR, RULES_TEST, dashboard_queries
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +52,13 @@ def test_a_broken_rule_is_refused(promtool: str, tmp_path: Path) -> None:
     bad.write_text("groups:\n  - name: x\n    rules:\n      - alert: X\n        expr: rate(voicemesh_x[5m]\n")
     done = subprocess.run([promtool, "check", "rules", str(bad)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "parse error" in done.stdout + done.stderr
+
+
+def test_every_dashboard_query_is_valid_promql(promtool: str, tmp_path: Path) -> None:
+    """Offline: each panel's expression, Grafana's variables substituted, as a recording rule that
+    promtool parses (the live test, tests/infra/test_dashboard.py, runs them on real data)."""
+    queries = [e for exprs in dashboard_queries().values() for e in exprs]
+    assert len(queries) >= 14 and not [q for q in queries if "$" in q]
+    rules = [{"record": f"dashboard:query_{i}", "expr": q} for i, q in enumerate(queries)]
+    (tmp_path / "dashboard.yml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]}))
+    run(promtool, "check", "rules", "dashboard.yml", cwd=tmp_path)
