@@ -286,14 +286,15 @@ def test_the_processes_run_the_command_line_the_drift_check_compares(
 def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
     regions = local_deployment.registry()["regions"]
     pids = [int(p.read_text()) for p in Path(local_deployment.run_dir).glob("*.pid")]
-    assert len(pids) == 6  # 2 regions, Redis, 2 edges, the front door
+    assert len(pids) == 7  # 2 regions, Redis, 2 edges, the front door, Prometheus
     supervisor = json.loads((local_deployment.state / "ledger.json").read_text())["owner"]
     down = local_deployment.voicemesh("down")
     assert down.returncode == 0, down.stderr
     assert "Destroy complete! Resources: 8 destroyed" in down.stderr
     assert not any(is_alive(pid) for pid in [*pids, supervisor])
     assert not any(_port_listening(r["url"]) for r in regions)
-    for port in (local_deployment.port, *local_deployment.edge_ports, local_deployment.port + 3):
+    prometheus = int(local_deployment.prometheus_url.rsplit(":", 1)[1])
+    for port in (local_deployment.port, *local_deployment.edge_ports, local_deployment.port + 3, prometheus):
         assert not _port_listening(f"http://127.0.0.1:{port}")
     assert not list(Path(local_deployment.run_dir).glob("*.pid"))
     assert local_deployment.registry()["regions"] == []  # an edge reading it stops routing there
