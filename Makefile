@@ -23,6 +23,9 @@ system-packages:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
 	    || { echo "error: apt-get could not install$$missing; install them by hand and re-run"; exit 1; }; \
 	fi
+	@# Debian's prometheus starts a service of its own: `voicemesh up` runs its own (config and data in the state dir).
+	@if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus 2>/dev/null; then \
+	  $(SUDO) systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 
 python-env: $(VENV)/.installed
 
