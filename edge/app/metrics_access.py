@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable
 
 from edge.shared.errors import NotAuthenticated
-from edge.tenancy.auth import ADMIN, Principal
+from edge.tenancy.auth import ADMIN, Principal, bearer_token
 from wire.region_auth import KEYS_ENV, TokenVerifier
 from wire.region_keys import METRICS_PREFIX, KeyFile
 
@@ -27,9 +27,7 @@ class MetricsAccess:
 
     async def check(self, authorization: str | None, authenticate: Authenticate) -> None:
         """Return when the request may read the metrics; raise ``NotAuthenticated`` (401) otherwise."""
-        token = (
-            (authorization or "")[7:].strip() if (authorization or "").lower().startswith("bearer ") else ""
-        )
+        token = bearer_token({"authorization": authorization or ""}, ()) or ""
         if self._verifier is not None and self._verifier.metrics_refusal(authorization) is None:
             return
         if token.startswith(METRICS_PREFIX):
