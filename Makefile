@@ -7,8 +7,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# haproxy: the local front door; podman buildah mmdebstrap umoci skopeo uidmap: `make image` and its test (docs/image.md)
-APT_PACKAGES := espeak-ng sox redis-server chromium haproxy podman buildah mmdebstrap umoci skopeo uidmap
+# haproxy: the local front door; prometheus (and promtool): `voicemesh up`'s metrics and the rules' tests; podman buildah mmdebstrap umoci skopeo uidmap: `make image` and its test (docs/image.md)
+APT_PACKAGES := espeak-ng sox redis-server chromium haproxy prometheus podman buildah mmdebstrap umoci skopeo uidmap
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages python-env models up down test test-fast lint typecheck pytest pytest-fast bench clean \
@@ -23,6 +23,9 @@ system-packages:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
 	    || { echo "error: apt-get could not install$$missing; install them by hand and re-run"; exit 1; }; \
 	fi
+	@# Debian's prometheus starts a service of its own: `voicemesh up` runs its own (config and data in the state dir).
+	@if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus 2>/dev/null; then \
+	  $(SUDO) systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 
 python-env: $(VENV)/.installed
 

@@ -59,6 +59,8 @@ class Deployment:
     """id, url (http), location {lat, lon} of each edge (none when the env runs regions only)."""
     frontdoor: dict[str, Any] | None = None
     """url (what clients use), stats_url and the edges behind it; None without a front door."""
+    prometheus: dict[str, Any] | None = None
+    """url (UI and HTTP API) and the targets it scrapes; None without it."""
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> Deployment:
@@ -66,6 +68,7 @@ class Deployment:
             regions=list(outputs.get("regions") or []),
             edges=list(outputs.get("edges") or []),
             frontdoor=dict(outputs["frontdoor"]) if outputs.get("frontdoor") else None,
+            prometheus=dict(outputs["prometheus"]) if outputs.get("prometheus") else None,
             llm_url=str(outputs.get("llm_url") or ""),
             processes=[ProcessSpec.from_output(a, v) for a, v in (outputs.get("processes") or {}).items()],
         )

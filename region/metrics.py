@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from region.admission import Admission
+from region.live_first import LiveFirst
 
 # Seconds; dense below 1 s where voice latency is won or lost.
 _BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 30.0)
@@ -23,6 +28,20 @@ STAGE_HISTOGRAMS = {
     "total_s": ("voicemesh_region_turn_seconds", "Whole turn, admission to turn.done"),
     "queued_s": ("voicemesh_region_queued_seconds", "Time a turn waited for a slot"),
 }
+
+
+class _Preemptions(Collector):
+    """``voicemesh_region_batch_preemptions_total``: the gate's own count, exported as a counter."""
+
+    def __init__(self, gate: LiveFirst) -> None:
+        self._gate = gate
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(
+            "voicemesh_region_batch_preemptions",
+            "Batch clauses stopped mid-synthesis by a live turn (said again after it), since start",
+            value=self._gate.preemptions,
+        )
 
 
 class RegionMetrics:
@@ -59,12 +78,8 @@ class RegionMetrics:
             "voicemesh_region_batch_turns", "Speech batch items being read aloud", registry=self.registry
         )
         batch.set_function(lambda: gate.batch)
-        preempted = Gauge(
-            "voicemesh_region_batch_preemptions",
-            "Batch clauses stopped mid-synthesis by a live turn (said again after it), since start",
-            registry=self.registry,
-        )
-        preempted.set_function(lambda: gate.preemptions)
+        # A count since start: a counter (rate() works on it), read from the gate at scrape time.
+        self.registry.register(_Preemptions(gate))
         ready = Gauge("voicemesh_region_info", "Region identity", ["region"], registry=self.registry)
         ready.labels(region=region).set(1)
 

@@ -200,6 +200,7 @@ class TurnFailover:
         """The next region's first audio (text, for a text-only turn): the failover is over. Noted on
         this turn's own record."""
         gap = time.perf_counter() - self.failed_at
+        metrics.FAILOVER_GAP.observe(gap)
         self.deps.failovers.note_gap(self.session.session_id, self.start.turn_id, gap, warm)
         self.failed = None
 

@@ -23,6 +23,12 @@ TTFA = Histogram(
     ["region"],
     buckets=(0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0),
 )
+FAILOVER_GAP = Histogram(
+    "voicemesh_router_failover_gap_seconds",
+    "The silence a failover costs: a region's failure to the next region's first audio (text, for a"
+    " text-only turn), per turn that failed over (router/failover.py)",
+    buckets=(0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 13.0, 20.0),
+)
 STAGE_SECONDS = Histogram(
     "voicemesh_router_stage_seconds",
     "The router's own stages of a live turn (router/attempt.py, router/failover.py): `choose` (rank "

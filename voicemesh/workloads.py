@@ -158,10 +158,11 @@ def edge(layout: Layout, s: Settings) -> Process:
 
 
 def llm(layout: Layout, s: Settings) -> Process:
-    """vLLM with the profile's model and flags (tool-call parser included), on loopback beside the
-    region that uses it. Here ``voicemesh llm serve`` runs it from the runtime ``voicemesh models
-    fetch`` installs; in a pod, vLLM's own image (``VLLM_IMAGES``, the same version) runs the same
-    command line (``voicemesh.llm_server.vllm_argv``)."""
+    """vLLM with the profile's model and flags (tool-call parser included), beside the region that
+    uses it (on loopback; in a pod also on the pod's address, for the metrics scraper). Here
+    ``voicemesh llm serve`` runs it from the runtime ``voicemesh models fetch`` installs; in a pod,
+    vLLM's own image (``VLLM_IMAGES``, the same version) runs the same command line
+    (``voicemesh.llm_server.vllm_argv``)."""
     mounts = {"models": layout.mount("models")}
     if layout.target == "local":
         argv = (
@@ -178,7 +179,8 @@ def llm(layout: Layout, s: Settings) -> Process:
         return Process(argv, _home_env(layout), mounts)
     # vLLM's image expects root's HOME for its caches; the pod runs it as the image user's uid.
     env = {**vllm_env(s.profile), "HOME": "/tmp"}
-    return Process(tuple(vllm_command(s.profile, layout, "python3", LOOPBACK, "{port}")), env, mounts)
+    # The pod's address: the metrics scraper reads its /metrics (the NetworkPolicy admits only it).
+    return Process(tuple(vllm_command(s.profile, layout, "python3", layout.host, "{port}")), env, mounts)
 
 
 def vllm_command(profile: str, layout: Layout, python: str, host: str, port: str) -> list[str]:

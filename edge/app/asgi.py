@@ -10,7 +10,8 @@
   ``edge/tenancy/tenant_admin.py``)
 * ``POST /v1/audio/speech``, ``POST /v1/audio/transcriptions``, ``GET /v1/models``  the OpenAI audio
   API (``edge/speech/audio_api.py``, ``docs/speech.md``)
-* ``GET /metrics``  Prometheus metrics of the edge and its router, unauthenticated (as a region's)
+* ``GET /metrics``  Prometheus metrics of the edge and its router: the scraper's metrics credential (as a
+  region's) or an admin key (``edge/app/metrics_access.py``)
 * ``GET /v1/twilio/media-stream``, ``POST /v1/twilio/voice``  phone calls through Twilio, signed by
   Twilio (``edge/app/twilio/``, ``docs/phone.md``)
 
@@ -37,11 +38,13 @@ from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
 from litestar.connection import WebSocket
+from litestar.datastructures import State
 from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 
 from edge.app.dependencies import route_dependencies
 from edge.app.handshake import admit, authenticate, deny
+from edge.app.metrics_access import MetricsAccess
 from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
 from edge.app.twilio import twilio_route_handlers  # issue 32: phone calls (docs/phone.md)
@@ -162,8 +165,13 @@ async def health(services: SkipValidation[EdgeServices]) -> HttpResponse[dict[st
     return HttpResponse({"status": "ok"})
 
 
-@get("/metrics", sync_to_thread=False)
-def metrics() -> HttpResponse[bytes]:
+@get("/metrics")
+async def metrics(
+    request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]
+) -> HttpResponse[bytes]:
+    """The metrics credential (as a region's ``/metrics``) or an admin key: ``edge/app/metrics_access.py``."""
+    access = request.app.state.metrics_access
+    await access.check(request.headers.get("authorization"), lambda: authenticate(services, request, []))
     return HttpResponse(render(), media_type=CONTENT_TYPE)
 
 
@@ -211,6 +219,7 @@ def create_app(services: EdgeServices) -> Litestar:
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},
+        state=State({"metrics_access": MetricsAccess()}),
         debug=False,
         logging_config=None,  # Litestar's default replaces the root handler: the process's format stays
     )

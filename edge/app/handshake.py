@@ -12,7 +12,8 @@ from litestar.connection import ASGIConnection, WebSocket
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
 from edge.app.services import EdgeServices
-from edge.shared.errors import Draining, HandshakeTimeout, edge_error
+from edge.shared.errors import Draining, EdgeError, HandshakeTimeout, edge_error
+from edge.shared.metrics import SESSIONS_REFUSED
 from edge.tenancy.auth import Principal, bearer_token
 from edge.tenancy.shared_limits import Slot
 from wire.errors import VoicemeshError
@@ -40,8 +41,15 @@ async def admit(services: EdgeServices, principal: Principal) -> Slot:
     return await services.limits.acquire(principal.key_id, principal.policy)
 
 
-async def deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_after_s: int) -> None:
+def refused(refusal: VoicemeshError) -> EdgeError:
+    """``refusal`` as the edge answers it, counted as a session refused (every transport's handshake)."""
     exc = edge_error(refusal)
+    SESSIONS_REFUSED.labels(exc.code, str(exc.status)).inc()
+    return exc
+
+
+async def deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_after_s: int) -> None:
+    exc = refused(refusal)
     body = json.dumps(exc.http_body()).encode()
     extensions: dict[str, Any] = dict(socket.scope.get("extensions") or {})
     if "websocket.http.response" in extensions:
@@ -59,4 +67,4 @@ async def deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_
         await socket.close(code=4000 + exc.status, reason=exc.code)
 
 
-__all__ = ["admit", "authenticate", "authenticate_token", "deny"]
+__all__ = ["admit", "authenticate", "authenticate_token", "deny", "refused"]

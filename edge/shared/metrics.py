@@ -3,6 +3,9 @@ imported here so ``/metrics`` always lists them); ``render()`` is what ``GET /me
 
 from __future__ import annotations
 
+import re
+from hashlib import sha256
+
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 import router.metrics  # noqa: F401  (registers the router's metrics)
@@ -17,6 +20,12 @@ DIRECT_FRAMES = Counter(
     "voicemesh_edge_direct_frames_total",
     "Client frames (audio appends) taken in the transport's callback, past the ASGI queue"
     " (the app's direct_ws.py); also counted in voicemesh_edge_client_events_total; added up to 50 at a time",
+)
+SESSIONS_REFUSED = Counter(
+    "voicemesh_edge_sessions_refused_total",
+    "Realtime sessions refused at the handshake, by the refusal's code and HTTP status (4xx the"
+    " caller's: credentials, limits; 5xx the edge's: draining, no region, a store outage)",
+    ["code", "status"],
 )
 RESPONSES = Counter(
     "voicemesh_edge_responses_total",
@@ -59,6 +68,25 @@ STAGE_SECONDS = Histogram(
 )
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+MAX_KEY_LABELS = 500
+"""Distinct ``key`` label values per process; later keys are counted under ``other`` (a scrape's
+size and Prometheus's series count stay bounded however many keys exist)."""
+_STORED_KEY_ID = re.compile(r"key_[0-9a-f]{16}")
+_key_labels: set[str] = set()
+
+
+def key_label(key_id: str) -> str:
+    """The ``key`` label of a key id: a stored key's record id as it is (random, ``key_`` + 16 hex);
+    any other id (a configured key's carries its first characters, a JWT's subject) as a hash of it,
+    so a label reveals nothing of a key. At most ``MAX_KEY_LABELS`` of them, then ``other``."""
+    label = key_id if _STORED_KEY_ID.fullmatch(key_id) else "key_" + sha256(key_id.encode()).hexdigest()[:16]
+    if label in _key_labels:
+        return label
+    if len(_key_labels) >= MAX_KEY_LABELS:
+        return "other"
+    _key_labels.add(label)
+    return label
 
 
 def render() -> bytes:

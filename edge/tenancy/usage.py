@@ -1,10 +1,11 @@
 """Usage per key, what billing would be built on: turns, audio seconds in and out, tokens.
 
 Each finished turn adds a ``UsageDelta`` twice: to this edge's Prometheus counters (``/metrics``,
-labelled by key id: ``voicemesh_edge_key_*``) and to the key's shared totals, read by an admin at
-``GET /v1/keys/{key_id}/usage`` on any edge. The totals live in ``Counters`` (``edge/stores/``): this
-edge's memory, or a Redis hash per key that every edge adds to atomically; while Redis fails, this
-edge counts in memory, adds that in when read, and adds it to the shared hash once Redis answers).
+``voicemesh_edge_key_*``, labelled by a key id that reveals nothing of the key) and to the key's
+shared totals, read by an admin at ``GET /v1/keys/{key_id}/usage`` on any edge. The totals live
+in ``Counters`` (``edge/stores/``): this edge's memory, or a Redis hash per key that every edge adds
+to atomically; while Redis fails, this edge counts in memory, adds that in when read, and adds it
+to the shared hash once Redis answers).
 
 What is counted: audio in is the user audio a region was sent (16 kHz PCM16); audio out is the
 region audio relayed to the client (24 kHz PCM16; the edge's own fallback voice is not counted:
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import msgspec
 
-from edge.shared.metrics import KEY_AUDIO_SECONDS, KEY_TOKENS, KEY_TURNS
+from edge.shared.metrics import KEY_AUDIO_SECONDS, KEY_TOKENS, KEY_TURNS, key_label
 from edge.stores.base import Counters
 from edge.stores.memory import MemoryCounters
 from edge.stores.redis.counters import RedisCounters
@@ -53,7 +54,8 @@ FIELDS = tuple(UsageDelta.__struct_fields__)
 
 
 def count(key_id: str, outcome: str, delta: UsageDelta) -> None:
-    """This edge's Prometheus counters."""
+    """This edge's Prometheus counters, under the key's label (``key_label``: nothing of the key)."""
+    key_id = key_label(key_id)
     KEY_TURNS.labels(key_id, outcome).inc(delta.turns)
     KEY_AUDIO_SECONDS.labels(key_id, "in").inc(delta.audio_in_s)
     KEY_AUDIO_SECONDS.labels(key_id, "out").inc(delta.audio_out_s)

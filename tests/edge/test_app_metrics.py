@@ -43,7 +43,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
         assert set(status["edge"]["vad"]) == {"rate", "calls", "chunks", "largest_batch"}
         assert status["router"] == {"regions": [], "scripted_turns": 0}
 
-        before = http.get("/metrics")
+        before = http.get("/metrics", headers=ADMIN)
         assert before.status_code == 200 and before.headers["content-type"].startswith("text/plain")
         names = {f.name for f in text_string_to_metric_families(before.text)}
         # The router's metrics are on the same registry, served by the edge.
@@ -55,7 +55,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
 
         with http.websocket_connect("/v1/realtime?model=x", headers=KEY) as ws:
             assert ws.receive_json()["type"] == "session.created"
-            during = http.get("/metrics").text
+            during = http.get("/metrics", headers=ADMIN).text
             assert _value(during, OPEN) == _value(before.text, OPEN) + 1
             item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]}
             ws.send_json({"type": "conversation.item.create", "item": item})
@@ -67,7 +67,7 @@ def test_metrics_status_health_and_a_session_over_the_app() -> None:
             assert event["response"]["metadata"] == {"voicemesh_region": "scripted"}
             assert http.get("/status", headers=ADMIN).json()["edge"]["open_sessions"] == 1
 
-        after = http.get("/metrics").text
+        after = http.get("/metrics", headers=ADMIN).text
         for name, labels, added in [
             ("voicemesh_edge_client_events_total", {"type": "conversation.item.create", "outcome": "ok"}, 1),
             ("voicemesh_edge_client_events_total", {"type": "response.create", "outcome": "ok"}, 1),

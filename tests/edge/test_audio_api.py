@@ -31,6 +31,7 @@ from wire.audio import REGION_OUT_RATE
 from wire.turn import Segment, TextDelta, Transcript, TurnDone
 
 KEY = "audio-key"
+ADMIN = "audio-admin-key"
 TEXT = "First of all. Then a second. And a third."
 
 
@@ -54,7 +55,9 @@ async def edge_of() -> AsyncIterator[object]:
     running: list[EdgeTask] = []
 
     async def start(*scripts: list[object]) -> Edge:
-        settings = EdgeSettings(port=free_port(), api_keys=(KEY,), models={"llm": "m-llm", "stt": "m-stt"})
+        settings = EdgeSettings(
+            port=free_port(), api_keys=(KEY,), admin_keys=(ADMIN,), models={"llm": "m-llm", "stt": "m-stt"}
+        )
         router, voice = ScriptedRouter(*scripts), ToneVoice()  # type: ignore[arg-type]
         services = memory_services(router, fallback=voice, settings=settings)
         running.append(await EdgeTask.start(settings, router, services=services))
@@ -229,6 +232,6 @@ async def test_models_lists_the_profile_models_and_metrics_count_requests(edge_o
     assert all(m.object == "model" and m.owned_by == "voicemesh" for m in models.data)
     await speak(edge, response_format="pcm")
     async with httpx.AsyncClient() as http:
-        text = (await http.get(f"{edge.http}/metrics")).text
+        text = (await http.get(f"{edge.http}/metrics", headers={"Authorization": f"Bearer {ADMIN}"})).text
     assert 'voicemesh_edge_audio_api_requests_total{endpoint="speech",outcome="ok"}' in text
     assert 'voicemesh_edge_speech_audio_seconds_total{served_by="r1"}' in text

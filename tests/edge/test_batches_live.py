@@ -186,7 +186,7 @@ async def test_a_batch_never_slows_a_live_caller(
     )
     assert ratio <= MAX_RATIO, (before, during, after)
     preempted = [
-        line for line in metrics.splitlines() if line.startswith("voicemesh_region_batch_preemptions ")
+        line for line in metrics.splitlines() if line.startswith("voicemesh_region_batch_preemptions_total ")
     ]
     print(f"region: {preempted}")
     assert preempted, "the region's /metrics has no batch preemption count"

@@ -52,7 +52,7 @@ class Edge:
 
     async def metric(self, name: str, **labels: str) -> float:
         async with httpx.AsyncClient() as http:
-            text = (await http.get(f"{self.http}/metrics")).text
+            text = (await http.get(f"{self.http}/metrics", headers={"Authorization": f"Bearer {ADMIN}"})).text
         want = ",".join(f'{k}="{v}"' for k, v in labels.items())
         m = re.search(rf"^{name}(?:\{{{want}\}})? (\S+)$", text, re.M)
         return float(m.group(1)) if m else 0.0

@@ -41,7 +41,9 @@ def counts(text: str) -> dict[tuple[str, str], float]:
 
 async def scrape(edge: RunningEdge, region_url: str, headers: dict[str, str]) -> dict[tuple[str, str], float]:
     async with httpx.AsyncClient(timeout=30) as http:
-        edge_body = (await http.get(f"{edge.http_url}/metrics")).text
+        edge_body = (
+            await http.get(f"{edge.http_url}/metrics", headers=headers)
+        ).text  # a region token reads it
         region_body = (await http.get(f"{region_url}/metrics", headers=headers)).text
     return counts(edge_body) | counts(region_body)
 

@@ -26,6 +26,7 @@ from prometheus_client import REGISTRY
 
 from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
+from edge.shared.metrics import key_label
 from edge.shared.settings import EdgeSettings
 from edge.testing import ToneVoice, memory_services, tone
 from router.core import Router
@@ -117,7 +118,7 @@ def counter(name: str, **labels: str) -> float:
 
 
 async def test_an_eu_key_whose_region_dies_gets_the_edge_voice_never_the_us_region(setup: Setup) -> None:
-    before = counter("voicemesh_edge_key_turns_total", key="jwt_eu-voice", outcome="degraded")
+    before = counter("voicemesh_edge_key_turns_total", key=key_label("jwt_eu-voice"), outcome="degraded")
     async with setup.connect(token("eu-voice", residency=["eu"])) as conn:
         created = await conn.recv()
         assert vendor(created) == {"residency": ["eu"], "priority": "normal", "on_no_region": "edge_voice"}
@@ -139,7 +140,7 @@ async def test_an_eu_key_whose_region_dies_gets_the_edge_voice_never_the_us_regi
 
     usage = (await setup.admin_get("/v1/keys/jwt_eu-voice/usage")).json()["usage"]
     assert usage["turns"] == 1 and usage["audio_out_s"] > 0 and usage["output_tokens"] > 0
-    after = counter("voicemesh_edge_key_turns_total", key="jwt_eu-voice", outcome="degraded")
+    after = counter("voicemesh_edge_key_turns_total", key=key_label("jwt_eu-voice"), outcome="degraded")
     assert after == before + 1
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import jwt
 
+from edge.shared.metrics import key_label
 from router.registry import Location, RegionRecord
 from tests.edge.conftest import session_id
 from tests.fixtures.edge import EdgeFactory, RunningEdge
@@ -194,7 +195,14 @@ async def test_an_eu_region_killed_mid_answer_never_sends_an_eu_keys_turn_to_the
         else:
             assert abs(heard_s(seen) - usage["audio_out_s"]) < 0.05, (heard_s(seen), usage)
         async with httpx.AsyncClient(base_url=edge.http_url, timeout=30) as http:
-            text = (await http.get("/metrics")).text
-        assert metric(text, "voicemesh_edge_key_turns_total", key=f"jwt_{name}", outcome=outcome) == 1
-        assert metric(text, "voicemesh_edge_key_audio_seconds_total", key=f"jwt_{name}", direction="out") > 0
+            text = (await http.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})).text
+        assert (
+            metric(text, "voicemesh_edge_key_turns_total", key=key_label(f"jwt_{name}"), outcome=outcome) == 1
+        )
+        assert (
+            metric(
+                text, "voicemesh_edge_key_audio_seconds_total", key=key_label(f"jwt_{name}"), direction="out"
+            )
+            > 0
+        )
         print(f"{name}: {turn}\n  usage {usage}")

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.manifests import K8S_VERSION, describe, problems, validate_all
+from infra.observability import RULES_DIR
 from infra.render import render_k8s
 from infra.tooling import Toolchain
 from voicemesh import workloads
@@ -58,7 +60,7 @@ def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Obj
     assert kinds >= {
         "Namespace", "ConfigMap", "DaemonSet", "Deployment", "Service", "NetworkPolicy",
         "PodDisruptionBudget", "HorizontalPodAutoscaler", "Ingress",
-        "ScaledObject", "PodMonitor", "BackendConfig",
+        "ScaledObject", "PodMonitor", "BackendConfig", "PrometheusRule",
     }  # fmt: skip
     assert validate_all(objects) == [], f"rejected by Kubernetes {K8S_VERSION} or a CRD schema"
 
@@ -176,6 +178,37 @@ def test_the_edge_front_door_is_tls_and_each_region_its_own_redis(rendered: dict
         assert a[a.index("--location") + 1] != "0,0"
         assert "--admin-keys-file" in a and "--api-keys-file" in a
         assert a[a.index("--profile") + 1] == "gpu"
+
+
+def test_each_cluster_scrapes_edges_regions_and_vllm_and_carries_the_rules(
+    rendered: dict[str, Objects],
+) -> None:
+    """The cloud twin of the local Prometheus: PodMonitors for edge, region and vLLM (with the metrics
+    credential where the tier asks for it), the scraper let through to vLLM only, and the same rule
+    groups as the files the local Prometheus loads (promtool checks those: test_prometheus_rules.py)."""
+    objects = rendered["gpu"]
+    rule = _find(objects, "PrometheusRule", "voicemesh")
+    files = sorted(RULES_DIR.glob("*.yml"))
+    assert rule["spec"]["groups"] == [g for f in files for g in yaml.safe_load(f.read_text())["groups"]]
+    region = _find(objects, "PodMonitor", "region-eu-west")["spec"]["podMetricsEndpoints"]
+    by_port = {e["port"]: e for e in region}
+    assert set(by_port) == {"http", "llm"} and "authorization" in by_port["http"]
+    tiers = {
+        p: [r["replacement"] for r in e["relabelings"] if r["targetLabel"] == "tier"]
+        for p, e in by_port.items()
+    }
+    assert tiers == {"http": ["region"], "llm": ["llm"]}
+    edge = _find(objects, "PodMonitor", "edge")["spec"]["podMetricsEndpoints"][0]
+    assert edge["authorization"]["credentials"]["name"] == "voicemesh-region-metrics"
+    pod = _find(objects, "Deployment", "region-eu-west")["spec"]["template"]["spec"]
+    llm = next(c for c in pod["containers"] if c["name"] == "llm")
+    assert llm["ports"] == [{"name": "llm", "containerPort": 8000}]
+    assert llm["command"][llm["command"].index("--host") + 1] == "0.0.0.0"
+    ingress = _find(objects, "NetworkPolicy", "region-eu-west")["spec"]["ingress"]
+    reach = {p["port"]: r["from"] for r in ingress for p in r["ports"]}
+    assert reach[8000] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
 
 
 def test_render_leaves_the_checkout_untouched(rendered: dict[str, Objects]) -> None:

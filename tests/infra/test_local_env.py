@@ -41,11 +41,11 @@ def _port_listening(url: str) -> bool:
 
 def test_up_brings_up_two_regions_that_answer_health(local_deployment: LocalDeployment) -> None:
     out = local_deployment.up_output
-    # 2 regions, Redis, the registry file, 2 edges, the front door.
-    assert "Apply complete! Resources: 7 added" in out
+    # 2 regions, Redis, the registry file, 2 edges, the front door, Prometheus.
+    assert "Apply complete! Resources: 8 added" in out
     assert "region-eu-west: ready after" in out and "region-us-east: ready after" in out
     assert "edge-paris: ready after" in out and "edge-new-york: ready after" in out
-    assert "frontdoor: ready after" in out
+    assert "frontdoor: ready after" in out and "prometheus: ready after" in out
     assert f"clients:  ws://127.0.0.1:{local_deployment.port}/v1/realtime" in out  # THE client URL
     assert f"talk: http://127.0.0.1:{local_deployment.port}/#key=" in out
     assert f"API key: {local_deployment.api_key}" in out
@@ -64,6 +64,7 @@ def test_up_brings_up_two_regions_that_answer_health(local_deployment: LocalDepl
     assert keys.stat().st_mode & 0o777 == 0o600
     secret = keys.read_text()
     tf_state = (local_deployment.state / "infra" / "local" / "terraform.tfstate").read_text()
+    assert (keys.with_suffix(".metrics-token")).read_text().strip() not in tf_state  # Prometheus's: a path
     for key in json.loads(secret)["keys"]:
         assert (
             key["secret"] not in tf_state and key["secret"] not in local_deployment.registry_path.read_text()
@@ -285,14 +286,15 @@ def test_the_processes_run_the_command_line_the_drift_check_compares(
 def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
     regions = local_deployment.registry()["regions"]
     pids = [int(p.read_text()) for p in Path(local_deployment.run_dir).glob("*.pid")]
-    assert len(pids) == 6  # 2 regions, Redis, 2 edges, the front door
+    assert len(pids) == 7  # 2 regions, Redis, 2 edges, the front door, Prometheus
     supervisor = json.loads((local_deployment.state / "ledger.json").read_text())["owner"]
     down = local_deployment.voicemesh("down")
     assert down.returncode == 0, down.stderr
-    assert "Destroy complete! Resources: 7 destroyed" in down.stderr
+    assert "Destroy complete! Resources: 8 destroyed" in down.stderr
     assert not any(is_alive(pid) for pid in [*pids, supervisor])
     assert not any(_port_listening(r["url"]) for r in regions)
-    for port in (local_deployment.port, *local_deployment.edge_ports, local_deployment.port + 3):
+    prometheus = int(local_deployment.prometheus_url.rsplit(":", 1)[1])
+    for port in (local_deployment.port, *local_deployment.edge_ports, local_deployment.port + 3, prometheus):
         assert not _port_listening(f"http://127.0.0.1:{port}")
     assert not list(Path(local_deployment.run_dir).glob("*.pid"))
     assert local_deployment.registry()["regions"] == []  # an edge reading it stops routing there

@@ -247,7 +247,7 @@ async def test_a_live_turn_arriving_mid_clause_stops_it_and_the_clause_is_said_a
     assert tts.spoken == [*live_clauses, first, *rest]
     assert tts.asked == [first, *live_clauses, first, *rest]  # asked twice, said once
     assert gate.preemptions == 1
-    assert "voicemesh_region_batch_preemptions 1.0" in node.metrics.render().decode()
+    assert "voicemesh_region_batch_preemptions_total 1.0" in node.metrics.render().decode()
 
 
 async def test_a_live_turn_stops_a_batch_clause_inside_its_synthesis_thread() -> None:
@@ -371,7 +371,7 @@ async def test_health_and_metrics_show_the_batch_turns_over_http() -> None:
         assert (await http.get("/health")).json()["batch"] == {"running": 1, "max": 2}
         metrics = (await http.get("/metrics")).text
         assert "voicemesh_region_batch_turns 1.0" in metrics
-        assert "voicemesh_region_batch_preemptions 0.0" in metrics
+        assert "voicemesh_region_batch_preemptions_total 0.0" in metrics
 
         caller = asyncio.create_task(run_turn(url, TurnStart(turn_id="live", text="Weather?")))
         await until(lambda: node.admission.live_first.preemptions == 1)
@@ -380,7 +380,7 @@ async def test_health_and_metrics_show_the_batch_turns_over_http() -> None:
         assert live.status == bulk.status == "completed" and bulk.clauses == split_clauses(TEXT)
         metrics = (await http.get("/metrics")).text
         assert "voicemesh_region_batch_turns 0.0" in metrics
-        assert "voicemesh_region_batch_preemptions 1.0" in metrics
+        assert "voicemesh_region_batch_preemptions_total 1.0" in metrics
         assert (await http.get("/health")).json()["batch"] == {"running": 0, "max": 2}
 
 

@@ -2,7 +2,8 @@
 
 ``up``: models (if missing) -> Terraform ``local`` env (one shared vLLM or a given LLM, the
 regions, one redis-server, ``--edges`` edges on the ports after ``--port``, each at its own
-pseudo-location, and the front door: HAProxy on ``--port``, the one URL clients use).
+pseudo-location, the front door: HAProxy on ``--port``, the one URL clients use, and Prometheus
+scraping them all on a free port: docs/observability.md).
 Foreground: it then supervises (a process that dies is re-provisioned through Terraform) until
 Ctrl-C, SIGTERM or SIGHUP, and tears everything down. ``--detach`` leaves
 ``voicemesh supervise`` doing that in the background until ``voicemesh down``.
@@ -27,9 +28,15 @@ from rich.markup import escape
 
 from voicemesh import paths
 from voicemesh.cli.common import cli, console, fail, progress, run_until_signal
-from voicemesh.cli.environments import environment, infra_down, infra_up, voicemesh_executable
+from voicemesh.cli.environments import (
+    environment,
+    infra_down,
+    infra_up,
+    prometheus_executable,
+    voicemesh_executable,
+)
 from voicemesh.cli.interrupts import Interrupted, interruptible
-from voicemesh.processes import TAG_ENV, Entry, Ledger, members, spawn
+from voicemesh.processes import TAG_ENV, Entry, Ledger, free_port, members, spawn
 from wire.errors import VoicemeshError
 
 ENV = "local"
@@ -76,6 +83,8 @@ def _planned_ports(variables: dict[str, object]) -> list[int]:
         ports.append(num("redis_port", 6390))
         if num("frontdoor_port", 8080):
             ports += [num("frontdoor_port", 8080), num("frontdoor_stats_port", 8085)]
+    if num("prometheus_port", 0):
+        ports.append(num("prometheus_port", 0))
     if not variables.get("llm_url"):
         ports.append(num("llm_port", 8100))
     return ports
@@ -166,6 +175,7 @@ def up(
     from voicemesh.models import ensure_models
 
     haproxy = _haproxy()  # before anything starts: the front door cannot be missing
+    prometheus = prometheus_executable()
     state = paths.state_dir()
     state.mkdir(parents=True, exist_ok=True)
     ledger = Ledger.load(state)
@@ -188,6 +198,7 @@ def up(
                 "region_count": regions, "base_port": base_port, "llm_url": llm_url or "",
                 "edge_count": edges, "edge_port": port + 1, "redis_port": redis_port, "llm_port": llm_port,
                 "frontdoor_port": port, "frontdoor_stats_port": port + edges + 1, "haproxy_bin": haproxy,
+                "prometheus_port": free_port(), "prometheus_bin": prometheus,
                 "api_key_path": str(_key_file("api-key", "vm-")),
                 "admin_key_path": str(_key_file("admin-key", "vma-")),
             }  # fmt: skip
@@ -198,6 +209,10 @@ def up(
             deployment, _ = asyncio.run(infra_up(ENV, variables, report=_say))
             _say("[3/3] supervisor" if supervise else "[3/3] no supervisor (--no-supervise)")
             _announce(deployment.edges, deployment.frontdoor)
+            if deployment.prometheus:
+                console.print(
+                    f"  prometheus: {deployment.prometheus['url']}  (rules and alerts: docs/observability.md)"
+                )
             if detach:
                 if supervise:
                     pid = _start_supervisor(ledger)

@@ -4,6 +4,7 @@ registry written from Terraform's outputs (``infra_up``, ``infra_down``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Mapping
@@ -45,6 +46,14 @@ def voicemesh_executable() -> str:
     if not found:
         fail("cannot find the `voicemesh` executable: install the package (`pip install -e .`)")
     return str(Path(found).absolute())
+
+
+def prometheus_executable() -> str:
+    """Debian's prometheus (``make setup`` installs it): ``up`` runs one over the deployment."""
+    exe = shutil.which("prometheus", path=f"{os.environ.get('PATH', '')}:/usr/bin:/usr/sbin")
+    if exe is None:
+        fail("prometheus is not installed (it scrapes the deployment): `make setup` installs it")
+    return exe
 
 
 def environment(name: str, report: Report = progress) -> Environment:
@@ -116,6 +125,7 @@ async def infra_up(
         **variables,
     }
     if env == "local":
+        given["metrics_token_path"] = str(metrics_token_path(keys))  # Prometheus's credential
         given["workloads"] = local_workloads(environ.planned_variables(given))
     deployment = await environ.up(given)
     target.parent.mkdir(parents=True, exist_ok=True)

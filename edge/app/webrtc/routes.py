@@ -23,12 +23,13 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, SkipValidation
 from litestar.response import Response
 
-from edge.app.handshake import admit
+from edge.app.handshake import admit, refused
 from edge.app.realtime_serve import session_state
 from edge.app.services import EdgeServices
 from edge.app.webrtc.call import Call
 from edge.shared.errors import BadCallRequest, Draining, NotFound
 from edge.tenancy.auth import Principal
+from wire.errors import VoicemeshError
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
 MAX_SDP_BYTES = 64 * 1024
@@ -94,11 +95,15 @@ def webrtc_route_handlers(authenticate: Authenticate, calls: Calls) -> list[HTTP
     async def create_call(
         request: Request[Any, Any, Any], services: SkipValidation[EdgeServices]
     ) -> Response[str]:
-        if services.draining:
-            raise Draining("this edge is shutting down: call again")
-        principal = await authenticate(request, [])
-        sdp, config = await read_offer(request)
-        slot = await admit(services, principal)
+        try:
+            if services.draining:
+                raise Draining("this edge is shutting down: call again")
+            principal = await authenticate(request, [])
+            sdp, config = await read_offer(request)
+            slot = await admit(services, principal)
+        except VoicemeshError as exc:
+            refused(exc)  # counted; answered by the app's handler, as any refusal
+            raise
         call: Call | None = None
         try:
             state = session_state(request, services, principal, None)

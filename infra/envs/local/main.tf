@@ -102,3 +102,25 @@ module "frontdoor" {
   haproxy_bin = var.haproxy_bin
   depends_on  = [module.edge]
 }
+
+module "rules" {
+  source = "../../modules/prometheus-rules"
+}
+
+# Prometheus: every edge, region and the vLLM, scraped with the metrics credential; the rules of
+# modules/prometheus-rules evaluated (docs/observability.md).
+module "prometheus" {
+  source = "../../modules/prometheus-local"
+  count  = var.prometheus_port > 0 ? 1 : 0
+  targets = {
+    edge   = [for id in sort(keys(local.edges)) : { id = id, address = "127.0.0.1:${local.edges[id].port}" }]
+    region = [for id in sort(keys(local.regions)) : { id = id, address = "127.0.0.1:${local.regions[id].port}" }]
+    llm    = [{ id = "llm", address = regex("^https?://([^/]+)", local.llm_url)[0] }]
+  }
+  rules_dir          = module.rules.rules_dir
+  metrics_token_path = var.metrics_token_path
+  run_dir            = var.run_dir
+  port               = var.prometheus_port
+  prometheus_bin     = var.prometheus_bin
+  depends_on         = [module.edge, module.region]
+}

@@ -20,6 +20,7 @@ output "processes" {
       "module.edge[\"${id}\"].module.process.null_resource.process" => module.edge[id].process
     },
     { for fd in module.frontdoor : "module.frontdoor[0].module.process.null_resource.process" => fd.process },
+    { for p in module.prometheus : "module.prometheus[0].module.process.null_resource.process" => p.process },
   )
 }
 
@@ -44,4 +45,9 @@ output "commands" {
 output "frontdoor" {
   description = "The front door (url: what clients use; stats_url: its /health and /stats), or null without edges."
   value       = length(module.frontdoor) > 0 ? module.frontdoor[0].frontdoor : null
+}
+
+output "prometheus" {
+  description = "Prometheus (url: its UI and HTTP API; the targets it scrapes), or null without it."
+  value       = length(module.prometheus) > 0 ? module.prometheus[0].prometheus : null
 }

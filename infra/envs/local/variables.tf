@@ -127,3 +127,21 @@ variable "haproxy_bin" {
   type        = string
   default     = "haproxy"
 }
+
+variable "prometheus_port" {
+  description = "Prometheus's port (0 = no Prometheus; `voicemesh up` picks a free one)."
+  type        = number
+  default     = 0
+}
+
+variable "prometheus_bin" {
+  description = "The prometheus executable (Debian's prometheus package)."
+  type        = string
+  default     = "prometheus"
+}
+
+variable "metrics_token_path" {
+  description = "File (0600) with the metrics credential Prometheus sends to the edges and regions (only the path enters the state)."
+  type        = string
+  default     = ""
+}

@@ -20,6 +20,22 @@ locals {
   }
 }
 
+module "rules" {
+  source = "../prometheus-rules"
+}
+
+locals {
+  # The rules every local Prometheus loads (modules/prometheus-rules), for the cluster's
+  # prometheus-operator; its ruleSelector must match these labels (kube-prometheus-stack's default
+  # selects its release label: set `prometheus_rule_labels` to it).
+  prometheus_rule = {
+    apiVersion = "monitoring.coreos.com/v1"
+    kind       = "PrometheusRule"
+    metadata   = { name = "voicemesh", namespace = var.namespace, labels = merge({ "app.kubernetes.io/part-of" = "voicemesh" }, var.prometheus_rule_labels) }
+    spec       = { groups = module.rules.groups }
+  }
+}
+
 module "region" {
   source         = "../region-k8s"
   for_each       = var.regions
@@ -60,4 +76,5 @@ module "edge" {
   tls_secret          = var.edge_tls_secret
   managed_certificate = each.value.managed_certificate
   static_ip_name      = each.value.edge_ip_name
+  pod_monitor         = var.pod_monitor
 }

@@ -1,7 +1,10 @@
 output "objects" {
-  description = "Region id -> every object of its cluster, in apply order: the Namespace, the region's, the edge's."
+  description = "Region id -> every object of its cluster, in apply order: the Namespace, the region's, the edge's, the PrometheusRule."
   value = {
-    for id in keys(var.regions) : id => concat([local.namespace[id]], module.region[id].objects, module.edge[id].objects)
+    for id in keys(var.regions) : id => concat(
+      [local.namespace[id]], module.region[id].objects, module.edge[id].objects,
+      slice([local.prometheus_rule], 0, var.pod_monitor ? 1 : 0),
+    )
   }
 }
 

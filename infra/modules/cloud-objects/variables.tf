@@ -80,3 +80,9 @@ variable "llm_image" {
   description = "vLLM's image of the profile's vLLM version: `voicemesh infra render` writes it beside the workloads."
   type        = string
 }
+
+variable "prometheus_rule_labels" {
+  description = "Labels the PrometheusRule carries on top of app.kubernetes.io/part-of, for the Prometheus's ruleSelector (kube-prometheus-stack: { release = RELEASE })."
+  type        = map(string)
+  default     = {}
+}

@@ -176,4 +176,25 @@ locals {
     metadata   = local.metadata
     spec       = { minAvailable = 1, selector = { matchLabels = local.labels } }
   }
+
+  # prometheus-operator's scrape of the edge pods: the same metrics credential as the regions' (the
+  # edge checks it against the region key set it mounts), `tier` and `id` labels as the local
+  # Prometheus sets them (the rules and the dashboard read them).
+  pod_monitor = {
+    apiVersion = "monitoring.coreos.com/v1"
+    kind       = "PodMonitor"
+    metadata   = local.metadata
+    spec = {
+      selector = { matchLabels = local.labels }
+      podMetricsEndpoints = [{
+        port          = "http"
+        path          = "/metrics"
+        authorization = { type = "Bearer", credentials = { name = var.metrics_token_secret, key = "token" } }
+        relabelings = [
+          { action = "replace", targetLabel = "tier", replacement = "edge" },
+          { action = "replace", sourceLabels = ["__meta_kubernetes_pod_name"], targetLabel = "id" },
+        ]
+      }]
+    }
+  }
 }

@@ -111,3 +111,15 @@ variable "prestop_seconds" {
   type        = number
   default     = 5
 }
+
+variable "metrics_token_secret" {
+  description = "Existing Secret in var.namespace holding the scraper's metrics credential under the key token (the regions' too). Read by the PodMonitor."
+  type        = string
+  default     = "voicemesh-region-metrics"
+}
+
+variable "pod_monitor" {
+  description = "Create a prometheus-operator PodMonitor that scrapes the edge pods with the metrics credential."
+  type        = bool
+  default     = true
+}

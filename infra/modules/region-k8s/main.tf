@@ -57,7 +57,8 @@ module "pod" {
   source = "../k8s-common"
   image  = var.image
   containers = {
-    # vLLM beside the region, on loopback: the region's {llm_url} points at it.
+    # vLLM beside the region: the region's {llm_url} points at it on loopback; it listens on the pod's
+    # address for the metrics scraper only (the NetworkPolicy: its port from the metrics namespace).
     llm = { process = var.workloads.llm, values = { "{port}" = tostring(local.llm_port) }, writes_models = false }
     region = {
       process = var.workloads.region
@@ -90,6 +91,7 @@ module "cache" {
 locals {
   llm_container = merge(module.pod.containers.llm, {
     image = var.llm_image
+    ports = [{ name = "llm", containerPort = local.llm_port }]
     # The GPU is time-sliced with the region container (Whisper + Kokoro need ~3 GiB).
     resources = { limits = { "nvidia.com/gpu" = "1" } }
     startupProbe = {
@@ -177,8 +179,9 @@ locals {
           ports = [{ port = local.port, protocol = "TCP" }]
         },
         {
+          # The scraper: the region's /metrics (with the credential) and vLLM's (it has no auth).
           from  = [{ namespaceSelector = { matchLabels = var.metrics_namespace_labels } }]
-          ports = [{ port = local.port, protocol = "TCP" }]
+          ports = [{ port = local.port, protocol = "TCP" }, { port = local.llm_port, protocol = "TCP" }]
         },
       ]
     }
@@ -220,6 +223,14 @@ locals {
   # prometheus-operator's scrape of the region pods, with the metrics credential from a Secret in
   # this namespace (never a region token: it reads GET /metrics and nothing else). With TLS, the
   # region's certificate is checked against ca.crt of the TLS Secret, for the Service's name.
+  # vLLM beside it is scraped too (its own /metrics: tokens, queue). `tier` and `id` are the labels
+  # the local Prometheus sets (the rules and the dashboard read them).
+  relabel = {
+    for tier in ["region", "llm"] : tier => [
+      { action = "replace", targetLabel = "tier", replacement = tier },
+      { action = "replace", targetLabel = "id", replacement = var.region_id },
+    ]
+  }
   pod_monitor = {
     apiVersion = "monitoring.coreos.com/v1"
     kind       = "PodMonitor"
@@ -232,6 +243,7 @@ locals {
           path          = "/metrics"
           scheme        = local.url_scheme
           authorization = { type = "Bearer", credentials = { name = var.metrics_token_secret, key = "token" } }
+          relabelings   = local.relabel.region
         },
         { for k, v in {
           tlsConfig = {
@@ -239,7 +251,11 @@ locals {
             serverName = local.service_host
           }
         } : k => v if local.tls },
-      )]
+        ), {
+        port        = "llm"
+        path        = "/metrics"
+        relabelings = local.relabel.llm
+      }]
     }
   }
 }
