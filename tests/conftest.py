@@ -46,6 +46,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         elif item.get_closest_marker("slow") is not None:
             by_hand.append(item.nodeid)
+    # A test that takes the shared local deployment down runs last, whatever the files' order (the
+    # drills and the dashboard test use the same deployment).
+    items.sort(key=lambda item: item.get_closest_marker("ends_local_deployment") is not None)
     if by_hand:
         raise pytest.UsageError(
             f"{len(by_hand)} test(s) marked slow by hand, which no heavy fixture reaches (first: "

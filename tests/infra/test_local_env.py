@@ -283,6 +283,7 @@ def test_the_processes_run_the_command_line_the_drift_check_compares(
         assert {k: environ.get(k) for k in commands[name]["env"]} == commands[name]["env"], name
 
 
+@pytest.mark.ends_local_deployment
 def test_down_leaves_no_region_process_and_no_listening_port(local_deployment: LocalDeployment) -> None:
     regions = local_deployment.registry()["regions"]
     pids = [int(p.read_text()) for p in Path(local_deployment.run_dir).glob("*.pid")]
