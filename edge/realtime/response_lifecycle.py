@@ -283,12 +283,8 @@ class ResponseLifecycle:
         served_by = result.metadata.get("served_by", "region")
         RESPONSES.labels(result.status, served_by).inc()
         self._deps.recent_turns.add(self._state.id, start.turn_id, response, result)
-        log.info(
-            "response %s %s, served by %s",
-            response.id,
-            result.status,
-            result.metadata.get("voicemesh_region", served_by),
-        )
+        region = result.metadata.get("voicemesh_region", served_by)
+        log.info("response %s %s, served by %s", response.id, result.status, region)
         # Booked at once, in a task of its own: a client that hangs up on ``response.done`` closes
         # the session, which cancels this one, and the turn must still be booked.
         booking = book_response(self._deps.accounting, self._state, response, result, start, trail, audio_in)

@@ -105,9 +105,7 @@ def region_registry(regions: tuple[str, ...]) -> object:
     help="LAT,LON of this edge: the distance prior for regions not measured yet.",
 )
 @click.option("--max-sessions-per-key", default=50, show_default=True, type=int)
-@click.option(
-    "--connect-burst", default=20, show_default=True, type=int, help="Sessions a key may open at once."
-)
+@click.option("--connect-burst", default=20, show_default=True, type=int, help="Sessions a key opens at once")
 @click.option(
     "--api-keys-file", envvar="VOICEMESH_API_KEYS_FILE", default=None, type=click.Path(dir_okay=False),
     help="File of the API keys callers use (one per line); default: $VOICEMESH_API_KEY(S).",
