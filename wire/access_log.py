@@ -17,13 +17,20 @@ def uvicorn_log_options() -> dict[str, Any]:
     return {"log_config": None, "log_level": "warning", "access_log": True}
 
 
+PROBES: Final = frozenset({"/health", "/metrics"})
+"""Polled every second or so by routers and scrapers: a line each would bury the requests."""
+
+
 class RedactQuery(logging.Filter):
     """The request path of an access record (uvicorn's args: client, method, path, version, status)
-    with secret-looking query values masked (``wire.redact.redact_query``)."""
+    with secret-looking query values masked (``wire.redact.redact_query``); an answered probe of
+    ``PROBES`` is left out (a failed one stays: it is news)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+        if isinstance(args, tuple) and len(args) >= 5 and isinstance(args[2], str):
+            if args[2].split("?", 1)[0] in PROBES and isinstance(args[4], int) and args[4] < 400:
+                return False
             record.args = (*args[:2], redact_query(args[2]), *args[3:])
         return True
 
@@ -36,4 +43,4 @@ def access_log_on() -> None:
         logger.addFilter(RedactQuery())
 
 
-__all__ = ["ACCESS_LOGGER", "RedactQuery", "access_log_on", "uvicorn_log_options"]
+__all__ = ["ACCESS_LOGGER", "PROBES", "RedactQuery", "access_log_on", "uvicorn_log_options"]

@@ -114,13 +114,14 @@ async def test_the_access_log_is_on_and_keeps_no_key(logs: io.StringIO) -> None:
     edge = await EdgeTask.start(settings, services.router, services=services)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.port}") as http:
-            assert (await http.get("/health", params={"api_key": KEY})).status_code == 200
+            assert (await http.get("/health")).status_code == 200  # a probe: not logged
+            assert (await http.get("/v1/models", params={"api_key": KEY})).status_code == 401
             status = await http.get("/status", headers={"Authorization": f"Bearer {ADMIN}"})
             assert status.status_code == 200
     finally:
         await edge.aclose()
     access = [r for r in records(logs) if r["logger"] == "uvicorn.access"]
     paths = [r["message"].split('"')[1] for r in access]
-    assert paths == ["GET /health?api_key=*** HTTP/1.1", "GET /status HTTP/1.1"], access
-    assert access[0]["message"].endswith(" 200")
+    assert paths == ["GET /v1/models?api_key=*** HTTP/1.1", "GET /status HTTP/1.1"], access
+    assert access[0]["message"].endswith(" 401")
     assert KEY not in logs.getvalue() and ADMIN not in logs.getvalue()

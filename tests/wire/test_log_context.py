@@ -128,6 +128,19 @@ def test_secret_looking_query_values_are_masked_in_access_records() -> None:
     assert "hunter2" not in record.getMessage() and "/status?key=***" in record.getMessage()
 
 
+def test_answered_probes_are_left_out_of_the_access_log_and_failed_ones_kept() -> None:
+    def access(path: str, status: int) -> logging.LogRecord:
+        args = ("127.0.0.1:5", "GET", path, "1.1", status)
+        return logging.LogRecord(
+            "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d', args, None
+        )
+
+    assert not RedactQuery().filter(access("/health", 200))
+    assert not RedactQuery().filter(access("/metrics?x=1", 200))
+    assert RedactQuery().filter(access("/metrics", 401))
+    assert RedactQuery().filter(access("/healthz", 200))
+
+
 def test_configure_replaces_its_own_handler_and_keeps_the_others() -> None:
     root = logging.getLogger()
     before, level = list(root.handlers), root.level
