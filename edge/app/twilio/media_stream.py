@@ -28,6 +28,7 @@ from litestar.connection import WebSocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import SkipValidation
 
+from edge.app.calls import LiveCall, calls_of
 from edge.app.handshake import admit, authenticate_token, deny
 from edge.app.realtime_serve import new_session, run_session, state_for
 from edge.app.services import EdgeServices
@@ -160,22 +161,30 @@ async def _serve_call(
     frames = TwilioFrames(socket, bridge, setup)
 
     transport = _CallTransport(socket, bridge, frames)
+    live = transport.live = LiveCall(start.call_sid, principal.key_id, transport.close)
     log.info("call %s (stream %s) as session %s", start.call_sid, start.stream_sid, state.id)
     session, keyed = new_session(services, state, secrets.token_hex(12), principal, transport)
-    await run_session(services, session, keyed, transport, opening=lambda: session.open(None))
+    calls = calls_of(socket)
+    calls.add(live)  # the call's sidebands find it by its CallSid (``GET /v1/realtime?call_id=CA...``)
+    try:
+        await run_session(services, session, keyed, transport, opening=lambda: session.open(None), call=live)
+    finally:
+        calls.remove(live)
     with contextlib.suppress(Exception):  # Twilio's `stop`: the call moves on to its next TwiML verb
         await socket.close(code=1000, reason="stream stopped" if frames.stopped else "")
 
 
 class _CallTransport:
     """The session's ``Transport``: Twilio's messages in (``TwilioFrames``), the session's events
-    out through the bridge (audio as ``media``, the rest kept inside the edge)."""
+    out through the bridge (audio as ``media``, the rest kept inside the edge) and to the call's
+    sidebands."""
 
     def __init__(self, socket: WebSocket[Any, Any, Any], bridge: TwilioBridge, frames: TwilioFrames) -> None:
         self._socket = socket
         self._bridge = bridge
         self._frames = frames
         self._lock = asyncio.Lock()
+        self.live: LiveCall | None = None
 
     async def receive(self) -> Any:
         return await self._frames.receive()
@@ -186,6 +195,8 @@ class _CallTransport:
                 await self._bridge.relay(text)
             except WebSocketDisconnect as exc:
                 raise ConnectionError("Twilio went away") from exc
+        if self.live is not None:
+            self.live.publish(text)
 
     async def close(self, code: int, reason: str) -> None:
         await self._socket.close(code=code, reason=reason)
