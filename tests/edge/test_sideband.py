@@ -28,7 +28,16 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
 from edge.shared.settings import EdgeSettings, TwilioSettings
-from edge.testing import ScriptedRouter, called, clause, memory_services, silence, spoken_reply, tone
+from edge.testing import (
+    ScriptedRouter,
+    ScriptStep,
+    called,
+    clause,
+    memory_services,
+    silence,
+    spoken_reply,
+    tone,
+)
 from router.api import Routed
 from tests.fixtures.common import free_port
 from voicemesh.twilio_client import energy, place_call, to_mulaw
@@ -61,8 +70,10 @@ async def _edge(router: ScriptedRouter) -> AsyncIterator[tuple[str, EdgeServices
 def _tool_then_answer() -> ScriptedRouter:
     """The model calls the tool, then answers with its result (0.6 s of tone: heard on a track)."""
     said = "It is sunny in Paris."
-    answer = [Routed(region="scripted"), TextDelta(turn_id="turn", delta=said), clause(said, seconds=0.6),
-              TurnDone(turn_id="turn", region="scripted", status="completed", text=said)]  # fmt: skip
+    answer: list[ScriptStep] = [
+        Routed(region="scripted"), TextDelta(turn_id="turn", delta=said), clause(said, seconds=0.6),
+        TurnDone(turn_id="turn", region="scripted", status="completed", text=said),
+    ]  # fmt: skip
     return ScriptedRouter(called("get_weather", '{"city": "Paris"}'), answer)
 
 
@@ -177,21 +188,32 @@ async def test_a_twilio_call_gets_its_tool_run_by_the_sideband() -> None:
 
 
 async def test_sidebands_are_refused_for_unknown_and_other_keys_calls_and_bounded() -> None:
-    async with _edge(_tool_then_answer()) as (host, _), WebRtcCaller.connect(f"http://{host}", KEY) as caller:
-        assert caller.call_url is not None
-        call_id = caller.call_url.rsplit("/", 1)[1]
-        for wanted, key, status in ((call_id, OTHER_KEY, 403), ("rtc_nope", KEY, 404), (call_id, "bad", 401)):
+    """The browser's call is placed with an ``ek_`` secret minted from ``KEY``: the application
+    server's sidebands with ``KEY`` are that call's key's; ``OTHER_KEY``'s are not."""
+    async with _edge(_tool_then_answer()) as (host, _), httpx.AsyncClient() as http:
+        minted = await http.post(
+            f"http://{host}/v1/realtime/client_secrets", json={}, headers={"Authorization": f"Bearer {KEY}"}
+        )
+        secret = minted.json()["value"]
+        async with WebRtcCaller.connect(f"http://{host}", secret) as caller:
+            await _refused_and_bounded(host, caller)
+
+
+async def _refused_and_bounded(host: str, caller: WebRtcCaller) -> None:
+    assert caller.call_url is not None
+    call_id = caller.call_url.rsplit("/", 1)[1]
+    for wanted, key, status in ((call_id, OTHER_KEY, 403), ("rtc_nope", KEY, 404), (call_id, "bad", 401)):
+        with pytest.raises(InvalidStatus) as refused:
+            async with sideband(host, wanted, key):
+                pass
+        assert refused.value.response.status_code == status
+        assert refused.value.response.body is not None and b'"error"' in refused.value.response.body
+    async with sideband(host, call_id), sideband(host, call_id), sideband(host, call_id):
+        async with sideband(host, call_id):
             with pytest.raises(InvalidStatus) as refused:
-                async with sideband(host, wanted, key):
+                async with sideband(host, call_id):
                     pass
-            assert refused.value.response.status_code == status
-            assert refused.value.response.body is not None and b'"error"' in refused.value.response.body
-        async with sideband(host, call_id), sideband(host, call_id), sideband(host, call_id):
-            async with sideband(host, call_id):
-                with pytest.raises(InvalidStatus) as refused:
-                    async with sideband(host, call_id):
-                        pass
-                assert refused.value.response.status_code == 429  # at most 4 on a call
+            assert refused.value.response.status_code == 429  # at most 4 on a call
 
 
 async def test_a_sideband_leaving_keeps_the_call_and_the_call_ending_closes_it() -> None:
