@@ -20,12 +20,10 @@ from typing import Any
 
 import httpx
 import msgspec
-import numpy as np
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
 from edge.shared.settings import EdgeSettings, TwilioSettings
 from edge.testing import (
@@ -33,7 +31,8 @@ from edge.testing import (
     ScriptStep,
     called,
     clause,
-    memory_services,
+    rms,
+    served,
     silence,
     spoken_reply,
     tone,
@@ -59,12 +58,8 @@ async def _edge(router: ScriptedRouter) -> AsyncIterator[tuple[str, EdgeServices
         api_keys=(KEY, OTHER_KEY), port=free_port(),
         twilio=TwilioSettings(auth_token=TOKEN, api_key=KEY, public_url=None),
     )  # fmt: skip
-    services = memory_services(router, settings=settings)
-    edge = await EdgeTask.start(settings, router, services=services)
-    try:
+    async with served(settings, router) as services:
         yield f"127.0.0.1:{settings.port}", services
-    finally:
-        await edge.aclose()
 
 
 def _tool_then_answer() -> ScriptedRouter:
@@ -161,12 +156,7 @@ async def test_a_webrtc_call_gets_its_tool_run_by_the_sideband() -> None:
         assert (
             second.tools[0].name == "get_weather" and "sunny" in msgspec.json.encode(second.history).decode()
         )
-        assert _rms(caller.heard) > 0.01, "the answer was not heard on the track"
-
-
-def _rms(pcm: bytes | bytearray) -> float:
-    samples = np.frombuffer(bytes(pcm), dtype=np.int16).astype(np.float32) / 32768
-    return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0
+        assert rms(caller.heard) > 0.01, "the answer was not heard on the track"
 
 
 async def test_a_twilio_call_gets_its_tool_run_by_the_sideband() -> None:
