@@ -62,13 +62,15 @@ class WebRtcCaller:
     @asynccontextmanager
     async def connect(
         cls, base_url: str, api_key: str, *, session: dict[str, Any] | None = None, model: str = "voicemesh",
-        timeout_s: float = 30.0,
+        timeout_s: float = 30.0, session_id: str | None = None,
     ) -> AsyncIterator[WebRtcCaller]:  # fmt: skip
         """A connected call (``base_url``: ``http://host:port``), closed on exit. ``session`` is
-        sent as OpenAI's multipart form does; without it the offer is plain ``application/sdp``."""
+        sent as OpenAI's multipart form does; without it the offer is plain ``application/sdp``.
+        ``session_id`` resumes that session (``?session_id=``)."""
         caller = cls()
+        params = {"model": model} if session_id is None else {"model": model, "session_id": session_id}
         try:
-            await caller._offer(base_url, api_key, session, model, timeout_s)
+            await caller._offer(base_url, api_key, session, params, timeout_s)
             async with asyncio.timeout(timeout_s):
                 await caller._opened.wait()
             yield caller
@@ -76,8 +78,9 @@ class WebRtcCaller:
             await caller.close()
 
     async def _offer(
-        self, base_url: str, api_key: str, session: dict[str, Any] | None, model: str, timeout_s: float
-    ) -> None:
+        self, base_url: str, api_key: str, session: dict[str, Any] | None, params: dict[str, str],
+        timeout_s: float,
+    ) -> None:  # fmt: skip
         await self.pc.setLocalDescription(await self.pc.createOffer())
         sdp = self.pc.localDescription.sdp
         url = f"{base_url}/v1/realtime/calls"
@@ -85,10 +88,10 @@ class WebRtcCaller:
         async with httpx.AsyncClient(timeout=timeout_s) as http:
             if session is None:
                 headers["Content-Type"] = "application/sdp"
-                response = await http.post(url, params={"model": model}, content=sdp, headers=headers)
+                response = await http.post(url, params=params, content=sdp, headers=headers)
             else:
                 files = {"sdp": (None, sdp), "session": (None, json.dumps(session))}
-                response = await http.post(url, params={"model": model}, files=files, headers=headers)
+                response = await http.post(url, params=params, files=files, headers=headers)
         if response.status_code != 201:
             raise CallRefused(response.status_code, response.text)
         self.call_url = response.headers.get("location")

@@ -22,6 +22,7 @@ At the handshake they go through the ASGI WebSocket denial-response extension. T
 bounded in time, and so is a session: ``max_session_s`` in all, and ``idle_timeout_s`` without a
 client event (an ``error`` event says which, then the socket closes).
 
+``/v1/realtime?call_id=ID`` is a live call's sideband (``edge/app/sideband.py``, ``docs/webrtc.md``).
 ``/v1/realtime?session_id=ID`` resumes a session (``docs/resume.md``): the same key's session, from
 its snapshot in the shared store, on whichever edge the client reaches. ``?residency=eu,de``
 narrows the key's residency for the session (403 outside it: ``edge/tenancy/session_tenancy.py``,
@@ -30,10 +31,8 @@ narrows the key's residency for the session (403 outside it: ``edge/tenancy/sess
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-import secrets
 from typing import Any
 
 from litestar import Litestar, Request, get, post, websocket
@@ -42,16 +41,17 @@ from litestar.datastructures import State
 from litestar.params import SkipValidation
 from litestar.response import Response as HttpResponse
 
+from edge.app.calls import Calls
 from edge.app.dependencies import route_dependencies
-from edge.app.handshake import admit, authenticate, deny
+from edge.app.handshake import admit, authenticate, claim, deny
 from edge.app.metrics_access import MetricsAccess
 from edge.app.realtime_serve import serve, session_state
 from edge.app.services import EdgeServices
+from edge.app.sideband import serve_sideband
 from edge.app.twilio import twilio_route_handlers  # issue 32: phone calls (docs/phone.md)
 from edge.app.web import web_route_handlers  # issue 7: talk page `/`, ops page `/ops` (edge/app/web.py)
-from edge.app.webrtc.routes import Calls, webrtc_route_handlers
-from edge.realtime.session_snapshot import SessionSnapshot
-from edge.shared.errors import Draining, Forbidden, HandshakeTimeout, edge_error
+from edge.app.webrtc.routes import webrtc_route_handlers
+from edge.shared.errors import Draining, Forbidden, edge_error
 from edge.shared.metrics import CONTENT_TYPE, render
 from edge.speech.audio_api import audio_route_handlers  # issue 16a: /v1/audio/*, /v1/models
 from edge.speech.batch_routes import batch_route_handlers  # issue 16c
@@ -60,7 +60,6 @@ from edge.speech.voice_routes import voice_route_handlers  # issue 16b: /v1/voic
 from edge.tenancy.auth import (
     ADMIN,
     KEY_SUBPROTOCOL,
-    Principal,
 )
 from edge.tenancy.client_secrets import MintRequest
 from edge.tenancy.key_routes import key_route_handlers  # issue 17: /v1/keys (edge/tenancy/key_routes.py)
@@ -79,40 +78,31 @@ async def realtime(socket: WebSocket[Any, Any, Any], services: SkipValidation[Ed
         if services.draining:
             raise Draining("this edge is shutting down: connect again (resume with session_id)")
         principal = await authenticate(services, socket, subprotocols)
+        if (call_id := socket.query_params.get("call_id")) is not None:  # a call's sideband
+            await serve_sideband(socket, services, principal, call_id, _subprotocol(subprotocols))
+            return
         slot = await admit(services, principal)
     except VoicemeshError as exc:  # the client's fault or the edge's: answered by its class
         await deny(socket, exc, retry_after_s)
         return
     try:
-        lease, resumed = await _claim(socket, services, principal)
+        lease, resumed = await claim(socket, services, principal)
         state = session_state(socket, services, principal, resumed)
     except VoicemeshError as exc:
         await services.limits.release(slot)
         await deny(socket, exc, retry_after_s)
         return
     try:
-        # Browsers offer ("realtime", "openai-insecure-api-key.KEY"): answer with the first one that
-        # is not the key, as OpenAI does.
-        chosen = next((p for p in subprotocols if not p.startswith(KEY_SUBPROTOCOL)), None)
-        await socket.accept(subprotocols=chosen)
+        await socket.accept(subprotocols=_subprotocol(subprotocols))
         await serve(socket, services, state, lease, resumed, principal)
     finally:
         await services.limits.release(slot)
 
 
-async def _claim(
-    socket: WebSocket[Any, Any, Any], services: EdgeServices, principal: Principal
-) -> tuple[str, SessionSnapshot | None]:
-    """This connection's lease, and the snapshot of the session it resumes (``?session_id=``)."""
-    lease = secrets.token_hex(12)
-    session_id = socket.query_params.get("session_id")
-    if session_id is None:
-        return lease, None
-    try:
-        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
-            return lease, await services.sessions.claim(session_id, principal.key_id, lease)
-    except TimeoutError as exc:
-        raise HandshakeTimeout("loading the session took too long: try again") from exc
+def _subprotocol(offered: list[str]) -> str | None:
+    """Browsers offer ("realtime", "openai-insecure-api-key.KEY"): the first one that is not the key,
+    as OpenAI answers."""
+    return next((p for p in offered if not p.startswith(KEY_SUBPROTOCOL)), None)
 
 
 @post("/v1/realtime/client_secrets", status_code=200)
@@ -219,7 +209,7 @@ def create_app(services: EdgeServices) -> Litestar:
         on_startup=[startup],
         on_shutdown=[shutdown],
         exception_handlers={VoicemeshError: _error_response},
-        state=State({"metrics_access": MetricsAccess()}),
+        state=State({"metrics_access": MetricsAccess(), "calls": calls}),
         debug=False,
         logging_config=None,  # Litestar's default replaces the root handler: the process's format stays
     )

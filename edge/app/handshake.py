@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from typing import Any
 
 from litestar.connection import ASGIConnection, WebSocket
 from litestar.types.asgi_types import WebSocketResponseStartEvent
 
 from edge.app.services import EdgeServices
+from edge.realtime.session_snapshot import SessionSnapshot
 from edge.shared.errors import Draining, EdgeError, HandshakeTimeout, edge_error
 from edge.shared.metrics import SESSIONS_REFUSED
 from edge.tenancy.auth import Principal, bearer_token
@@ -41,6 +43,22 @@ async def admit(services: EdgeServices, principal: Principal) -> Slot:
     return await services.limits.acquire(principal.key_id, principal.policy)
 
 
+async def claim(
+    conn: ASGIConnection[Any, Any, Any, Any], services: EdgeServices, principal: Principal
+) -> tuple[str, SessionSnapshot | None]:
+    """This connection's lease, and the snapshot of the session it resumes (``?session_id=``: the
+    WebSocket's and a WebRTC call's); the session's live connection is taken over."""
+    lease = secrets.token_hex(12)
+    session_id = conn.query_params.get("session_id")
+    if session_id is None:
+        return lease, None
+    try:
+        async with asyncio.timeout(services.settings.limits.handshake_timeout_s):
+            return lease, await services.sessions.claim(session_id, principal.key_id, lease)
+    except TimeoutError as exc:
+        raise HandshakeTimeout("loading the session took too long: try again") from exc
+
+
 def refused(refusal: VoicemeshError) -> EdgeError:
     """``refusal`` as the edge answers it, counted as a session refused (every transport's handshake)."""
     exc = edge_error(refusal)
@@ -67,4 +85,4 @@ async def deny(socket: WebSocket[Any, Any, Any], refusal: VoicemeshError, retry_
         await socket.close(code=4000 + exc.status, reason=exc.code)
 
 
-__all__ = ["admit", "authenticate", "authenticate_token", "deny", "refused"]
+__all__ = ["admit", "authenticate", "authenticate_token", "claim", "deny", "refused"]

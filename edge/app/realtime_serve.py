@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from litestar.connection import ASGIConnection, WebSocket
 from litestar.exceptions import WebSocketDisconnect
 
+from edge.app.calls import LiveCall, MergedReceive
 from edge.app.direct_ws import attach_direct
 from edge.app.services import EdgeServices
 from edge.realtime.client_frames import ClientFrames
@@ -104,13 +105,15 @@ async def serve(
 
 async def run_session(
     services: EdgeServices, session: RealtimeSession, keyed: KeySession, transport: Transport,
-    opening: Callable[[], Awaitable[None]] | None = None,
+    opening: Callable[[], Awaitable[None]] | None = None, call: LiveCall | None = None,
 ) -> None:  # fmt: skip
     """Serve ``session`` (opened by ``opening``, or already) until the client goes, idles out or runs
-    out of time; then close it (its snapshot stays: the client may resume, ``docs/resume.md``)."""
+    out of time; then close it (its snapshot stays: the client may resume, ``docs/resume.md``).
+    A ``call``'s sidebands' client events are served with the transport's, in one order."""
     settings = services.settings
+    receive = transport.receive if call is None else call.merge(transport.receive)
     frames = ClientFrames(
-        transport.receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
+        receive, idle_s=settings.limits.idle_timeout_s, max_session_s=settings.limits.max_session_s,
         handle_now=session.handle_now,
     )  # fmt: skip
     services.open_sessions += 1
@@ -133,6 +136,8 @@ async def run_session(
         pass
     finally:
         detach()
+        if isinstance(receive, MergedReceive):
+            await receive.aclose()  # (the transport's receive it still awaits)
         services.open_sessions -= 1
         SESSIONS_OPEN.dec()
         await keyed.aclose()

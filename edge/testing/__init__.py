@@ -14,7 +14,7 @@ framing) is the real code. One module per job: ``audio`` (tone, silence), ``scri
 ``models`` (VAD, fallback voice), ``services`` (``memory_services``), ``harness`` (the session).
 """
 
-from edge.testing.audio import silence, tone
+from edge.testing.audio import rms, silence, tone
 from edge.testing.harness import SessionHarness, run_events
 from edge.testing.models import EnergyStream, EnergyVad, ToneVoice
 from edge.testing.scripted_router import (
@@ -29,7 +29,7 @@ from edge.testing.scripted_router import (
     spoken_reply,
     text_reply,
 )
-from edge.testing.services import memory_services
+from edge.testing.services import memory_services, served
 
 __all__ = [
     "EnergyStream",
@@ -45,7 +45,9 @@ __all__ = [
     "clause",
     "heard",
     "memory_services",
+    "rms",
     "run_events",
+    "served",
     "silence",
     "spoken_reply",
     "text_reply",

@@ -1,4 +1,5 @@
-"""Test audio at the client rate (24 kHz PCM16): a tone ``EnergyVad`` calls speech, and silence."""
+"""Test audio at the client rate (24 kHz PCM16): a tone ``EnergyVad`` calls speech, silence, and the
+loudness of what was heard."""
 
 from __future__ import annotations
 
@@ -16,3 +17,9 @@ def tone(seconds: float, *, hz: float = 440.0, amplitude: float = 0.3) -> bytes:
 def silence(seconds: float) -> bytes:
     """Silence at the client rate (24 kHz PCM16)."""
     return bytes(2 * int(seconds * CLIENT_RATE))
+
+
+def rms(pcm: bytes | bytearray) -> float:
+    """RMS of PCM16 (0..1): 0 for silence or nothing."""
+    samples = np.frombuffer(bytes(pcm), dtype=np.int16).astype(np.float32) / 32768
+    return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0

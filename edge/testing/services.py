@@ -1,7 +1,12 @@
-"""``memory_services``: the edge's services on the stand-ins and in-memory stores."""
+"""``memory_services``: the edge's services on the stand-ins and in-memory stores; ``served``: the
+edge's real server (uvicorn on loopback) on them."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
 from edge.shared.protocols import FallbackSpeaker, Vad
 from edge.shared.settings import EdgeSettings
@@ -26,3 +31,14 @@ def memory_services(
         vad=vad if vad is not None else EnergyVad(),
         fallback=fallback if fallback is not None else ToneVoice(),
     )
+
+
+@asynccontextmanager
+async def served(settings: EdgeSettings, router: TurnRouter) -> AsyncIterator[EdgeServices]:
+    """The edge serving on ``settings.port`` (loopback) with ``memory_services``, stopped on exit."""
+    services = memory_services(router, settings=settings)
+    edge = await EdgeTask.start(settings, router, services=services)
+    try:
+        yield services
+    finally:
+        await edge.aclose()

@@ -16,12 +16,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import httpx
-import numpy as np
 import pytest
 
-from edge.app.server import EdgeTask
 from edge.shared.settings import EdgeSettings, LimitSettings
-from edge.testing import Hold, ScriptedRouter, ScriptStep, clause, memory_services, silence, tone
+from edge.testing import Hold, ScriptedRouter, ScriptStep, clause, rms, served, silence, tone
 from router.api import Routed, TurnDone
 from tests.fixtures.common import free_port
 from voicemesh.webrtc_client import CallRefused, WebRtcCaller
@@ -44,17 +42,8 @@ async def _edge(
         api_keys=(KEY,), port=free_port(), webrtc_connect_s=connect_s, limits=limits or LimitSettings()
     )
     router = ScriptedRouter(*(scripts or [_reply(0.5)]))
-    services = memory_services(router, settings=settings)
-    edge = await EdgeTask.start(settings, router, services=services)
-    try:
+    async with served(settings, router):
         yield f"http://127.0.0.1:{settings.port}", router
-    finally:
-        await edge.aclose()
-
-
-def _rms(pcm: bytes | bytearray) -> float:
-    samples = np.frombuffer(bytes(pcm), dtype=np.int16).astype(np.float32) / 32768
-    return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0
 
 
 async def test_a_call_is_answered_and_its_events_flow_on_the_data_channel() -> None:
@@ -108,7 +97,7 @@ async def test_speech_in_over_opus_is_answered_on_the_track() -> None:
         assert len(router.turns[0].audio) > 2 * 16_000 * 0.5  # most of the 0.8 s tone, at 16 kHz
         # The answer came on the track, never as deltas on the data channel.
         assert not caller.of_type("response.output_audio.delta")
-        assert _rms(caller.heard) > 0.01, "the answer's tone was not heard on the track"
+        assert rms(caller.heard) > 0.01, "the answer's tone was not heard on the track"
 
 
 async def _answer_playing(caller: WebRtcCaller) -> None:
@@ -116,7 +105,7 @@ async def _answer_playing(caller: WebRtcCaller) -> None:
     await caller.wait_for("session.created")
     caller.speak(tone(0.8) + silence(0.8))
     await caller.wait_for("output_audio_buffer.started")
-    while _rms(await caller.hear(0.1)) < 0.05:  # (the test's timeout stops a broken run)
+    while rms(await caller.hear(0.1)) < 0.05:  # (the test's timeout stops a broken run)
         pass
 
 
@@ -125,7 +114,7 @@ async def _silence_follows(caller: WebRtcCaller) -> None:
     what the track held was dropped at once, not played out."""
     await caller.hear(0.5)
     after = await caller.hear(1.0)
-    assert _rms(after) < 0.005, _rms(after)
+    assert rms(after) < 0.005, rms(after)
 
 
 async def test_output_audio_buffer_clear_silences_the_track_at_once() -> None:

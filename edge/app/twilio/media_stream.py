@@ -6,10 +6,11 @@ The handshake is Twilio's, checked before anything starts: its signature over th
 draining edge refuses (503). Accepted, the stream's ``start`` says which call it is: its
 credential is authenticated and admitted within the key's limits like any Realtime client's
 (``edge/app/handshake.py``), and a session is made in the key's residency
-(``edge/app/realtime_serve.py`` ``state_for``). ``TwilioFrames`` then plays the client: Twilio's
-messages in, Realtime client events out (the set-up ``session.update``, an append per ``media``,
-a truncate after a barge-in), and ``run_session`` serves the session as it serves a WebSocket
-client, timers, revocation and drain included.
+(``edge/app/realtime_serve.py`` ``state_for``). The session is opened with the call's set-up
+``session.update``; ``TwilioFrames`` then plays the client: Twilio's messages in, Realtime client
+events out (an append per ``media``, a truncate after a barge-in), and ``run_session`` serves the
+session as it serves a WebSocket client, timers, revocation and drain included. The call is
+registered by its ``CallSid`` for its sidebands (``edge/app/calls.py``, ``edge/app/sideband.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from litestar.connection import WebSocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import SkipValidation
 
+from edge.app.calls import LiveCall, calls_of
 from edge.app.handshake import admit, authenticate_token, deny
 from edge.app.realtime_serve import new_session, run_session, state_for
 from edge.app.services import EdgeServices
@@ -48,10 +50,10 @@ DISCONNECT = {"type": "websocket.disconnect", "code": 1000}
 class TwilioFrames:
     """The session's receive: Twilio's messages read and turned into Realtime client events."""
 
-    def __init__(self, socket: WebSocket[Any, Any, Any], bridge: TwilioBridge, setup: CallSetup) -> None:
+    def __init__(self, socket: WebSocket[Any, Any, Any], bridge: TwilioBridge) -> None:
         self._socket = socket
         self._bridge = bridge
-        self._queued: deque[str] = deque([setup.update_json()])
+        self._queued: deque[str] = deque()
         self.stopped = False
 
     async def receive(self) -> dict[str, Any]:
@@ -157,25 +159,38 @@ async def _serve_call(
         await socket.send_text(text)
 
     bridge = TwilioBridge(start.stream_sid, to_twilio)
-    frames = TwilioFrames(socket, bridge, setup)
+    frames = TwilioFrames(socket, bridge)
 
     transport = _CallTransport(socket, bridge, frames)
+    live = transport.live = LiveCall(start.call_sid, principal.key_id, transport.close)
     log.info("call %s (stream %s) as session %s", start.call_sid, start.stream_sid, state.id)
     session, keyed = new_session(services, state, secrets.token_hex(12), principal, transport)
-    await run_session(services, session, keyed, transport, opening=lambda: session.open(None))
+
+    async def opening() -> None:  # the call's set-up, before any event of its sidebands
+        await session.open(None)
+        await session.handle(setup.update_json())
+
+    calls = calls_of(socket)
+    calls.add(live)  # the call's sidebands find it by its CallSid (``GET /v1/realtime?call_id=CA...``)
+    try:
+        await run_session(services, session, keyed, transport, opening=opening, call=live)
+    finally:
+        calls.remove(live)
     with contextlib.suppress(Exception):  # Twilio's `stop`: the call moves on to its next TwiML verb
         await socket.close(code=1000, reason="stream stopped" if frames.stopped else "")
 
 
 class _CallTransport:
     """The session's ``Transport``: Twilio's messages in (``TwilioFrames``), the session's events
-    out through the bridge (audio as ``media``, the rest kept inside the edge)."""
+    out through the bridge (audio as ``media``, the rest kept inside the edge) and to the call's
+    sidebands."""
 
     def __init__(self, socket: WebSocket[Any, Any, Any], bridge: TwilioBridge, frames: TwilioFrames) -> None:
         self._socket = socket
         self._bridge = bridge
         self._frames = frames
         self._lock = asyncio.Lock()
+        self.live: LiveCall | None = None
 
     async def receive(self) -> Any:
         return await self._frames.receive()
@@ -186,6 +201,8 @@ class _CallTransport:
                 await self._bridge.relay(text)
             except WebSocketDisconnect as exc:
                 raise ConnectionError("Twilio went away") from exc
+        if self.live is not None:
+            self.live.publish(text)
 
     async def close(self, code: int, reason: str) -> None:
         await self._socket.close(code=code, reason=reason)

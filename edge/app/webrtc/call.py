@@ -20,12 +20,14 @@ from typing import Any
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+from edge.app.calls import LiveCall
 from edge.app.realtime_serve import new_session, run_session
 from edge.app.services import EdgeServices
 from edge.app.webrtc.bridge import EventBridge
 from edge.app.webrtc.tracks import read_inbound
 from edge.realtime.key_session import KeySession
 from edge.realtime.session import RealtimeSession
+from edge.realtime.session_snapshot import SessionSnapshot
 from edge.shared.errors import BadCallRequest
 from edge.shared.state import SessionState
 from edge.tenancy.auth import Principal
@@ -47,6 +49,8 @@ class Call:
         self._connect_s = services.settings.webrtc_connect_s
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.bridge = EventBridge(state)
+        self.live = LiveCall(call_id, principal.key_id, self.close)
+        """The call as its sidebands find it (``edge/app/calls.py``)."""
         self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._direct: Callable[[bytes], bool] = lambda _raw: False
         self._connected = asyncio.Event()
@@ -82,10 +86,11 @@ class Call:
         """The peer went or the call was closed (its resources are being freed)."""
         return self._gone.is_set()
 
-    async def configure(self, session: dict[str, Any] | None) -> None:
-        """Open the session (``session.created``, held for the data channel), with the offer's
-        ``session`` config applied as a ``session.update`` would: ``BadCallRequest`` if refused."""
-        await self.session.open()
+    async def configure(self, session: dict[str, Any] | None, resumed: SessionSnapshot | None = None) -> None:
+        """Open the session, new or ``resumed`` (``session.created``, held for the data channel), with
+        the offer's ``session`` config applied as a ``session.update`` would: ``BadCallRequest`` if
+        refused."""
+        await self.session.open(resumed)
         if session is not None:
             await self.session.handle(json.dumps({"type": "session.update", "session": session}))
             refusal = self.bridge.queued_error()
@@ -106,7 +111,7 @@ class Call:
                 return
             if self._inbound is not None:
                 reader = asyncio.create_task(self._read(self._inbound))
-            await run_session(self._services, self.session, self._keyed, self)
+            await run_session(self._services, self.session, self._keyed, self, call=self.live)
         finally:
             try:
                 await cancel_and_wait(reader, ignore=(Exception,))
@@ -125,6 +130,7 @@ class Call:
 
     async def send(self, text: str) -> None:
         await self.bridge.send(text)
+        self.live.publish(text)
 
     async def close(self, code: int, reason: str) -> None:
         """The session ended the call (drained, taken over, revoked, timed out)."""

@@ -10,7 +10,6 @@ credentials (API keys, ``ek_`` client secrets), the key's connect rate and sessi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import secrets
@@ -23,36 +22,17 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, SkipValidation
 from litestar.response import Response
 
-from edge.app.handshake import admit, refused
+from edge.app.calls import Calls
+from edge.app.handshake import admit, claim, refused
 from edge.app.realtime_serve import session_state
 from edge.app.services import EdgeServices
 from edge.app.webrtc.call import Call
-from edge.shared.errors import BadCallRequest, Draining, NotFound
+from edge.shared.errors import BadCallRequest, Draining
 from edge.tenancy.auth import Principal
 from wire.errors import VoicemeshError
 
 Authenticate = Callable[[ASGIConnection[Any, Any, Any, Any], list[str]], Awaitable[Principal]]
 MAX_SDP_BYTES = 64 * 1024
-
-
-class Calls:
-    """The calls this edge serves, each on a task of its own (awaited at shutdown)."""
-
-    def __init__(self) -> None:
-        self.live: dict[str, tuple[Call, asyncio.Task[None]]] = {}
-
-    def start(self, call: Call, done: Callable[[], Awaitable[None]]) -> None:
-        async def finished() -> None:
-            self.live.pop(call.id, None)
-            await done()
-
-        self.live[call.id] = (call, asyncio.create_task(call.run(finished), name=f"webrtc {call.id}"))
-
-    async def aclose(self) -> None:
-        for call, _ in list(self.live.values()):
-            with contextlib.suppress(Exception):
-                await call.close(1001, "edge_shutdown")
-        await asyncio.gather(*(task for _, task in list(self.live.values())), return_exceptions=True)
 
 
 async def read_offer(request: Request[Any, Any, Any]) -> tuple[str, dict[str, Any] | None]:
@@ -106,32 +86,39 @@ def webrtc_route_handlers(authenticate: Authenticate, calls: Calls) -> list[HTTP
             raise
         call: Call | None = None
         try:
-            state = session_state(request, services, principal, None)
+            lease, resumed = await claim(request, services, principal)  # ?session_id=: a resumed session
+            state = session_state(request, services, principal, resumed)
             state.input_audio_format = state.output_audio_format = "audio/pcm"  # the tracks' format
-            call = Call("rtc_" + secrets.token_hex(12), services, state, principal, secrets.token_hex(12))
+            call = Call("rtc_" + secrets.token_hex(12), services, state, principal, lease)
             answer = await call.answer(sdp)
-            await call.configure(config)
-        except BaseException:
+            await call.configure(config, resumed)
+        except BaseException as exc:
+            if isinstance(exc, VoicemeshError):
+                refused(exc)
             await services.limits.release(slot)
             if call is not None:
                 with contextlib.suppress(Exception):
                     await call.session.close()
                 await call.pc.close()
             raise
-        calls.start(call, lambda: services.limits.release(slot))
+        live = call.live
+
+        async def ended() -> None:
+            calls.remove(live)  # (its sidebands closed)
+            await services.limits.release(slot)
+
+        calls.add(live)
+        calls.spawn(live, call.run(ended))
         headers = {"location": f"/v1/realtime/calls/{call.id}"}
         return Response(answer, status_code=201, media_type="application/sdp", headers=headers)
 
     @post("/v1/realtime/calls/{call_id:str}/hangup", status_code=200)
     async def hangup(request: Request[Any, Any, Any], call_id: FromPath[str]) -> dict[str, Any]:
         principal = await authenticate(request, [])
-        found = calls.live.get(call_id)
-        if found is None or found[0].key_id != principal.key_id or found[0].ended:
-            raise NotFound(f"no call {call_id!r} of this key is live")
-        await found[0].close(1000, "hangup")
+        await calls.find(call_id, principal.key_id).hang_up(1000, "hangup")
         return {}
 
     return [create_call, hangup]
 
 
-__all__ = ["Calls", "read_offer", "webrtc_route_handlers"]
+__all__ = ["read_offer", "webrtc_route_handlers"]
