@@ -210,8 +210,8 @@ def llm(layout: Layout, s: Settings) -> Process:
     # vLLM's image expects root's HOME for its caches; the pod runs it as the image user's uid.
     env = {**vllm_env(s.profile), "HOME": "/tmp", **traced_env}
     # The pod's address: the metrics scraper reads its /metrics (the NetworkPolicy admits only it).
-    argv = [*vllm_command(s.profile, layout, "python3", layout.host, "{port}"), *traced_argv]
-    return Process(tuple(argv), env, mounts)
+    cmd = [*vllm_command(s.profile, layout, "python3", layout.host, "{port}"), *traced_argv]
+    return Process(tuple(cmd), env, mounts)
 
 
 def vllm_command(profile: str, layout: Layout, python: str, host: str, port: str) -> list[str]:

@@ -159,8 +159,9 @@ def test_traced_containers_carry_exactly_the_otlp_settings_and_untraced_none(
     standard variables and name their own service; vLLM its flag and the variables it reads. Without
     one, nothing in any container mentions OTLP."""
     traced = _pod_containers(rendered["gpu-traced"])
-    voicemesh_otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": OTLP_ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
-    vllm_otel = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_SERVICE_NAME": "vllm"}
+    protocol = "http/protobuf"
+    voicemesh_otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": OTLP_ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+    vllm_otel = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": protocol, "OTEL_SERVICE_NAME": "vllm"}
     seen = set()
     for key, container in traced.items():
         name = key.rsplit("/", 1)[1]

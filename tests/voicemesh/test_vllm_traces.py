@@ -36,7 +36,7 @@ def test_without_an_exporter_vllm_is_not_told_to_trace(monkeypatch: pytest.Monke
     assert "--otlp-traces-endpoint" not in off.command()
 
 
-def test_the_cloud_vllm_container_traces_by_the_same_rule_as_llm_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cloud_vllm_container_traces_by_the_rule_of_llm_serve(monkeypatch: pytest.MonkeyPatch) -> None:
     """``voicemesh llm serve`` (here, from the inherited ``OTEL_*`` variables) and the cloud's vLLM
     container (from ``Settings.otlp_endpoint``) get the same flag and variables: both from
     ``vllm_tracing``, given the variables the deployment's other processes get."""

@@ -105,7 +105,9 @@ def render(profile: str, max_concurrent: int, max_queue: int, otlp_endpoint: str
     settings = _k8s_settings(profile, max_concurrent, max_queue, otlp_endpoint)
     out.write_text(json.dumps(workloads.k8s_tfvars(settings), indent=1) + "\n")
     traced = f", traces to {otlp_endpoint}" if otlp_endpoint else ""
-    console.print(f"[green]wrote[/green] {out} (profile {profile}{traced}): copy it beside envs/cloud-workloads")
+    console.print(
+        f"[green]wrote[/green] {out} (profile {profile}{traced}): copy it beside envs/cloud-workloads"
+    )
 
 
 @infra.command("validate")
