@@ -167,7 +167,7 @@ def test_traced_containers_carry_exactly_the_otlp_settings_and_untraced_none(
         name = key.rsplit("/", 1)[1]
         expected = {"edge": voicemesh_otel, "region": voicemesh_otel, "llm": vllm_otel}.get(name, {})
         assert _otel_env(container) == expected, key
-        flags = [a for a in container["command"] if "otlp" in a]
+        flags = [a for a in container.get("command", []) if "otlp" in a]
         assert flags == (["--otlp-traces-endpoint"] if name == "llm" else []), key
         if name == "llm":
             cmd = container["command"]
