@@ -74,6 +74,21 @@ def vllm_argv(settings: LlmSettings, *, python: str, host: str, port: str, model
     ]  # fmt: skip
 
 
+def vllm_tracing(env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """vLLM's tracing arguments and variables for a process environment with the standard ``OTEL_*``
+    variables: none when that environment exports no OTLP, else its traces URL as vLLM's flag, OTLP over
+    HTTP (vLLM reads only ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` and defaults it to gRPC) and ``vllm`` as
+    the service unless the environment names one. The one rule for ``voicemesh llm serve`` here and the
+    cloud's vLLM container (``voicemesh/workloads.py``)."""
+    if exporter_name(env) != "otlp":
+        return [], {}
+    variables = {
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_SERVICE_NAME": env.get("OTEL_SERVICE_NAME") or "vllm",
+    }
+    return ["--otlp-traces-endpoint", traces_endpoint(env)], variables
+
+
 class VllmServer:
     """One vLLM process: ``start()`` returns once it serves, ``stop()`` ends it and its children."""
 
@@ -110,18 +125,16 @@ class VllmServer:
         # Niceness set at exec is inherited by every thread and process vLLM makes (its engine core,
         # its OpenMP workers); a renice after start would race the threads it creates.
         niced = ["nice", "-n", str(s.nice)] if s.nice else []
-        env = self.env()
-        traced = ["--otlp-traces-endpoint", traces_endpoint(env)] if exporter_name(env) == "otlp" else []
+        traced, _ = vllm_tracing(self._base_env())
         return [*niced, *vllm_argv(s, python=s.runtime_python, host=self.host, port=str(self.port)), *traced]
 
     def env(self) -> dict[str, str]:
-        """vLLM's environment: ours, the profile's, and (tracing on) OTLP over HTTP, as ``vllm`` by default
-        (vLLM reads only ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` and defaults it to gRPC)."""
-        env = {**os.environ, **self.settings.vllm_env, **self.extra_env}
-        if exporter_name(env) == "otlp":
-            env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
-            env.setdefault("OTEL_SERVICE_NAME", "vllm")
-        return env
+        """vLLM's environment: ours, the profile's, and (tracing on) ``vllm_tracing``'s variables."""
+        env = self._base_env()
+        return {**env, **vllm_tracing(env)[1]}
+
+    def _base_env(self) -> dict[str, str]:
+        return {**os.environ, **self.settings.vllm_env, **self.extra_env}
 
     def _check_installed(self) -> None:
         s = self.settings

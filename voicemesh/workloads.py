@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from voicemesh import paths
-from voicemesh.llm_server import vllm_argv
+from voicemesh.llm_server import vllm_argv, vllm_tracing
 from voicemesh.models.catalog import VLLM_IMAGES
 from voicemesh.profiles import load_profile
 
@@ -121,10 +122,35 @@ class Settings:
     drain_s: int = 20
     region_tls: bool = False
     region_ca: bool = False
+    otlp_endpoint: str = ""
+    """The OTLP/HTTP collector's base URL every process sends traces to (``<it>/v1/traces``); empty:
+    no tracing, and no ``OTEL_*`` variable anywhere. Locally, tracing comes from this process's own
+    ``OTEL_*`` variables instead, which every process inherits (docs/observability.md)."""
+
+    def __post_init__(self) -> None:
+        check_otlp_endpoint(self.otlp_endpoint)
+
+
+def check_otlp_endpoint(url: str) -> str:
+    """``url`` when it is empty or an http(s) base URL; ``ValueError`` naming the fix otherwise."""
+    parts = urlsplit(url)
+    if url and not (parts.scheme in ("http", "https") and parts.netloc):
+        raise ValueError(
+            f"OTLP endpoint {url!r}: give the collector's OTLP/HTTP base URL, such as "
+            "http://otel-collector.observability:4318 (traces go to <it>/v1/traces), or leave it empty"
+        )
+    return url
 
 
 def _home_env(layout: Layout) -> dict[str, str]:
     return {"VOICEMESH_HOME": layout.home}
+
+
+def _tracing_env(s: Settings) -> dict[str, str]:
+    """The standard ``OTEL_*`` variables of a traced deployment's processes; each names its own service."""
+    if not s.otlp_endpoint:
+        return {}
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": s.otlp_endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
 
 
 def region(layout: Layout, s: Settings) -> Process:
@@ -137,7 +163,7 @@ def region(layout: Layout, s: Settings) -> Process:
     if s.region_tls:
         mounts["tls"] = layout.mount("tls")
         argv += ["--tls-cert", f"{mounts['tls']}/tls.crt", "--tls-key", f"{mounts['tls']}/tls.key"]
-    return Process(tuple(argv), _home_env(layout), mounts)
+    return Process(tuple(argv), {**_home_env(layout), **_tracing_env(s)}, mounts)
 
 
 def edge(layout: Layout, s: Settings) -> Process:
@@ -154,7 +180,8 @@ def edge(layout: Layout, s: Settings) -> Process:
     ]  # fmt: skip
     if s.region_ca:
         argv += ["--region-ca", mounts["region-ca"]]
-    return Process(tuple(argv), {**_home_env(layout), "VOICEMESH_DRAIN_S": str(s.drain_s)}, mounts)
+    env = {**_home_env(layout), "VOICEMESH_DRAIN_S": str(s.drain_s), **_tracing_env(s)}
+    return Process(tuple(argv), env, mounts)
 
 
 def llm(layout: Layout, s: Settings) -> Process:
@@ -176,11 +203,15 @@ def llm(layout: Layout, s: Settings) -> Process:
             "--profile",
             s.profile,
         )
-        return Process(argv, _home_env(layout), mounts)
+        # `voicemesh llm serve` derives vLLM's tracing from these itself.
+        return Process(argv, {**_home_env(layout), **_tracing_env(s)}, mounts)
+    # The same rule `voicemesh llm serve` applies, from the variables the other containers get.
+    traced_argv, traced_env = vllm_tracing(_tracing_env(s))
     # vLLM's image expects root's HOME for its caches; the pod runs it as the image user's uid.
-    env = {**vllm_env(s.profile), "HOME": "/tmp"}
+    env = {**vllm_env(s.profile), "HOME": "/tmp", **traced_env}
     # The pod's address: the metrics scraper reads its /metrics (the NetworkPolicy admits only it).
-    return Process(tuple(vllm_command(s.profile, layout, "python3", layout.host, "{port}")), env, mounts)
+    cmd = [*vllm_command(s.profile, layout, "python3", layout.host, "{port}"), *traced_argv]
+    return Process(tuple(cmd), env, mounts)
 
 
 def vllm_command(profile: str, layout: Layout, python: str, host: str, port: str) -> list[str]:

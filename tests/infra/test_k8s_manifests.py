@@ -22,19 +22,24 @@ from voicemesh import workloads
 from voicemesh.models.catalog import VLLM_IMAGES, VLLM_VERSION
 
 Objects = dict[str, list[dict[str, Any]]]
+OTLP_ENDPOINT = "http://otel-collector.observability:4318"
 
 
 @pytest.fixture(scope="module")
 def rendered(terraform: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Objects]:
     """Variant -> region id -> that cluster's objects. Variants: each profile, and the gpu profile with
     every optional part on (regions serving TLS, edges checking them with a CA, the front door's
-    certificate from a Secret)."""
+    certificate from a Secret), and the gpu profile traced (an OTLP endpoint)."""
     variants = {
         "cpu": (workloads.Settings(profile="cpu", max_concurrent=8, max_queue=16), {}),
         "gpu": (workloads.Settings(profile="gpu", max_concurrent=8, max_queue=16), {}),
         "gpu-tls": (
             workloads.Settings(profile="gpu", region_tls=True, region_ca=True),
             {"edge_tls_secret": "voicemesh-edge-tls"},
+        ),
+        "gpu-traced": (
+            workloads.Settings(profile="gpu", max_concurrent=8, max_queue=16, otlp_endpoint=OTLP_ENDPOINT),
+            {},
         ),
     }
     out = {}
@@ -52,7 +57,7 @@ def _find(objects: Objects, kind: str, name: str, region: str = "eu-west") -> di
     return next(o for o in objects[region] if o["kind"] == kind and o["metadata"]["name"] == name)
 
 
-@pytest.mark.parametrize("variant", ["cpu", "gpu", "gpu-tls"])
+@pytest.mark.parametrize("variant", ["cpu", "gpu", "gpu-tls", "gpu-traced"])
 def test_every_rendered_object_is_accepted_by_its_schema(rendered: dict[str, Objects], variant: str) -> None:
     objects = _all(rendered[variant])
     kinds = {o["kind"] for o in objects}
@@ -130,6 +135,48 @@ def test_each_cluster_starts_with_its_namespace_and_names_each_object_once(
 
 def _container(pod: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in pod["containers"] if c["name"] == name)
+
+
+def _pod_containers(objects: Objects) -> dict[str, dict[str, Any]]:
+    """``<workload>/<container>`` -> container, of every Deployment and DaemonSet (init containers too)."""
+    out = {}
+    for obj in _all(objects):
+        if obj["kind"] in ("Deployment", "DaemonSet"):
+            pod = obj["spec"]["template"]["spec"]
+            for c in [*pod.get("initContainers", []), *pod["containers"]]:
+                out[f"{obj['metadata']['name']}/{c['name']}"] = c
+    return out
+
+
+def _otel_env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if e["name"].startswith("OTEL_")}
+
+
+def test_traced_containers_carry_exactly_the_otlp_settings_and_untraced_none(
+    rendered: dict[str, Objects],
+) -> None:
+    """With an OTLP endpoint (schema-checked above as ``gpu-traced``): edges and regions get the
+    standard variables and name their own service; vLLM its flag and the variables it reads. Without
+    one, nothing in any container mentions OTLP."""
+    traced = _pod_containers(rendered["gpu-traced"])
+    protocol = "http/protobuf"
+    voicemesh_otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": OTLP_ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+    vllm_otel = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": protocol, "OTEL_SERVICE_NAME": "vllm"}
+    seen = set()
+    for key, container in traced.items():
+        name = key.rsplit("/", 1)[1]
+        expected = {"edge": voicemesh_otel, "region": voicemesh_otel, "llm": vllm_otel}.get(name, {})
+        assert _otel_env(container) == expected, key
+        flags = [a for a in container.get("command", []) if "otlp" in a]
+        assert flags == (["--otlp-traces-endpoint"] if name == "llm" else []), key
+        if name == "llm":
+            cmd = container["command"]
+            assert cmd[cmd.index("--otlp-traces-endpoint") + 1] == f"{OTLP_ENDPOINT}/v1/traces"
+        seen.add(name)
+    assert seen >= {"edge", "region", "llm"}, seen
+    for key, container in _pod_containers(rendered["gpu"]).items():
+        assert _otel_env(container) == {}, key
+        assert not any("otlp" in a for a in container.get("command", [])), key
 
 
 def test_no_model_is_pulled_from_a_hub_at_pod_start(rendered: dict[str, Objects]) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from voicemesh.llm_server import VllmServer
+from voicemesh import workloads
+from voicemesh.llm_server import VllmServer, vllm_tracing
 from voicemesh.profiles import cpu_profile
 
 
@@ -33,3 +34,22 @@ def test_without_an_exporter_vllm_is_not_told_to_trace(monkeypatch: pytest.Monke
         cpu_profile().llm, env={"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}
     )
     assert "--otlp-traces-endpoint" not in off.command()
+
+
+def test_the_cloud_vllm_container_traces_by_the_rule_of_llm_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``voicemesh llm serve`` (here, from the inherited ``OTEL_*`` variables) and the cloud's vLLM
+    container (from ``Settings.otlp_endpoint``) get the same flag and variables: both from
+    ``vllm_tracing``, given the variables the deployment's other processes get."""
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
+    endpoint = "http://otel-collector.observability:4318"
+    settings = workloads.Settings(profile="cpu", otlp_endpoint=endpoint)
+    shared = workloads.workloads(workloads.k8s_layout(), settings)["region"]["env"]
+    otel = {k: v for k, v in shared.items() if k.startswith("OTEL_")}
+    local = VllmServer(cpu_profile().llm, env=otel)
+    cloud = workloads.llm(workloads.k8s_layout(), settings)
+    flag, variables = vllm_tracing(otel)
+    assert flag == ["--otlp-traces-endpoint", f"{endpoint}/v1/traces"]
+    assert local.command()[-2:] == list(cloud.argv[-2:]) == flag
+    assert {k: local.env()[k] for k in variables} == {k: cloud.env[k] for k in variables} == variables
+    assert variables == {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_SERVICE_NAME": "vllm"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, pro
 from voicemesh.cli.environments import environment, infra_down, infra_up, install_terraform, region_keys_path
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth
+
+if TYPE_CHECKING:
+    from voicemesh.workloads import Settings
 
 env_option = click.option(
     "--env",
@@ -49,7 +53,31 @@ k8s_options = [
     click.option("--profile", type=click.Choice(["cpu", "gpu"]), default="gpu", show_default=True),
     click.option("--max-concurrent", type=click.IntRange(min=1), default=8, show_default=True),
     click.option("--max-queue", type=click.IntRange(min=0), default=16, show_default=True),
+    click.option(
+        "--otlp-endpoint",
+        default="",
+        callback=lambda _ctx, _param, url: _checked_otlp_endpoint(url),
+        help="OTLP/HTTP collector base URL every edge, region and vLLM sends traces to (<it>/v1/traces); "
+        "empty: no tracing.",
+    ),
 ]
+
+
+def _k8s_settings(profile: str, max_concurrent: int, max_queue: int, otlp_endpoint: str) -> Settings:
+    from voicemesh import workloads
+
+    return workloads.Settings(
+        profile=profile, max_concurrent=max_concurrent, max_queue=max_queue, otlp_endpoint=otlp_endpoint
+    )
+
+
+def _checked_otlp_endpoint(url: str) -> str:
+    from voicemesh.workloads import check_otlp_endpoint
+
+    try:
+        return check_otlp_endpoint(url)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _with_k8s_options(f: Callable[..., None]) -> Callable[..., None]:
@@ -67,21 +95,24 @@ def _with_k8s_options(f: Callable[..., None]) -> Callable[..., None]:
     show_default=True,
     help="Where to write the variables (beside envs/cloud-workloads or envs/k8s-render).",
 )
-def render(profile: str, max_concurrent: int, max_queue: int, out: Path) -> None:
+def render(profile: str, max_concurrent: int, max_queue: int, otlp_endpoint: str, out: Path) -> None:
     """Write the Kubernetes side's `workloads` variable: every process's command line, environment
     and mounts in the container layout (the same definitions `voicemesh up` runs locally)."""
     import json
 
     from voicemesh import workloads
 
-    settings = workloads.Settings(profile=profile, max_concurrent=max_concurrent, max_queue=max_queue)
+    settings = _k8s_settings(profile, max_concurrent, max_queue, otlp_endpoint)
     out.write_text(json.dumps(workloads.k8s_tfvars(settings), indent=1) + "\n")
-    console.print(f"[green]wrote[/green] {out} (profile {profile}): copy it beside envs/cloud-workloads")
+    traced = f", traces to {otlp_endpoint}" if otlp_endpoint else ""
+    console.print(
+        f"[green]wrote[/green] {out} (profile {profile}{traced}): copy it beside envs/cloud-workloads"
+    )
 
 
 @infra.command("validate")
 @_with_k8s_options
-def validate(profile: str, max_concurrent: int, max_queue: int) -> None:
+def validate(profile: str, max_concurrent: int, max_queue: int, otlp_endpoint: str) -> None:
     """Render every Kubernetes object of the cloud path offline (envs/k8s-render, real Terraform, no
     credentials) and check each against the pinned Kubernetes version's API schemas and the CRDs'.
     Needs the k8s extra (`pip install 'voicemesh[k8s]'`)."""
@@ -95,7 +126,7 @@ def validate(profile: str, max_concurrent: int, max_queue: int) -> None:
         from infra.manifests import K8S_VERSION, validate_all
     except ImportError as exc:
         fail(f"{exc.name} is missing: install the k8s extra (`pip install 'voicemesh[k8s]'`) and retry")
-    settings = workloads.Settings(profile=profile, max_concurrent=max_concurrent, max_queue=max_queue)
+    settings = _k8s_settings(profile, max_concurrent, max_queue, otlp_endpoint)
     try:
         with tempfile.TemporaryDirectory(prefix="voicemesh-render-") as scratch:
             progress("rendering the Kubernetes objects (terraform apply of envs/k8s-render, no provider)")
