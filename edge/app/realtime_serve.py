@@ -98,7 +98,7 @@ async def serve(
     socket: WebSocket[Any, Any, Any], services: EdgeServices, state: SessionState, lease: str,
     resumed: SessionSnapshot | None, principal: Principal,
 ) -> None:  # fmt: skip
-    transport = _SocketTransport(socket)
+    transport = SocketTransport(socket)
     session, keyed = new_session(services, state, lease, principal, transport)
     await run_session(services, session, keyed, transport, opening=lambda: session.open(resumed))
 
@@ -144,7 +144,12 @@ async def run_session(
         await session.close()
 
 
-class _SocketTransport:
+class SocketTransport:
+    """A session over a WebSocket: the Realtime client's (``serve``), or another protocol's whose
+    adapter overrides ``receive`` and ``write`` (``edge/app/twilio/``)."""
+
+    gone = "the client went away"
+
     def __init__(self, socket: WebSocket[Any, Any, Any]) -> None:
         self._socket = socket
         self._lock = asyncio.Lock()
@@ -152,12 +157,15 @@ class _SocketTransport:
     async def receive(self) -> Any:
         return await self._socket.receive()
 
+    async def write(self, text: str) -> None:
+        await self._socket.send_text(text)
+
     async def send(self, text: str) -> None:
         async with self._lock:  # the session, its response and its player all write to one socket
             try:
-                await self._socket.send_text(text)
+                await self.write(text)
             except WebSocketDisconnect as exc:
-                raise ConnectionError("the client went away") from exc
+                raise ConnectionError(self.gone) from exc
 
     async def close(self, code: int, reason: str) -> None:
         await self._socket.close(code=code, reason=reason)
@@ -166,4 +174,12 @@ class _SocketTransport:
         return attach_direct(self._socket.scope, direct)
 
 
-__all__ = ["Transport", "new_session", "run_session", "serve", "session_state", "state_for"]
+__all__ = [
+    "SocketTransport",
+    "Transport",
+    "new_session",
+    "run_session",
+    "serve",
+    "session_state",
+    "state_for",
+]

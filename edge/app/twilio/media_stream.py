@@ -31,7 +31,7 @@ from litestar.params import SkipValidation
 
 from edge.app.calls import LiveCall, calls_of
 from edge.app.handshake import admit, authenticate_token, deny
-from edge.app.realtime_serve import new_session, run_session, state_for
+from edge.app.realtime_serve import SocketTransport, new_session, run_session, state_for
 from edge.app.services import EdgeServices
 from edge.app.twilio import messages, signature
 from edge.app.twilio.bridge import TwilioBridge
@@ -180,32 +180,29 @@ async def _serve_call(
         await socket.close(code=1000, reason="stream stopped" if frames.stopped else "")
 
 
-class _CallTransport:
+class _CallTransport(SocketTransport):
     """The session's ``Transport``: Twilio's messages in (``TwilioFrames``), the session's events
     out through the bridge (audio as ``media``, the rest kept inside the edge) and to the call's
     sidebands."""
 
+    gone = "Twilio went away"
+
     def __init__(self, socket: WebSocket[Any, Any, Any], bridge: TwilioBridge, frames: TwilioFrames) -> None:
-        self._socket = socket
+        super().__init__(socket)
         self._bridge = bridge
         self._frames = frames
-        self._lock = asyncio.Lock()
         self.live: LiveCall | None = None
 
     async def receive(self) -> Any:
         return await self._frames.receive()
 
+    async def write(self, text: str) -> None:
+        await self._bridge.relay(text)
+
     async def send(self, text: str) -> None:
-        async with self._lock:  # the session, its response and its player all send through the bridge
-            try:
-                await self._bridge.relay(text)
-            except WebSocketDisconnect as exc:
-                raise ConnectionError("Twilio went away") from exc
+        await super().send(text)
         if self.live is not None:
             self.live.publish(text)
-
-    async def close(self, code: int, reason: str) -> None:
-        await self._socket.close(code=code, reason=reason)
 
     def attach(self, direct: Callable[[bytes], bool]) -> Callable[[], None]:
         return lambda: None  # no fast path: Twilio's frames are JSON of its own
