@@ -39,6 +39,10 @@ def access_log_on() -> None:
     """After ``uvicorn.Config`` (which sets its loggers' levels): access lines at INFO, redacted."""
     logger = logging.getLogger(ACCESS_LOGGER)
     logger.setLevel(logging.INFO)
+    # uvicorn's default logging config (any server started in this process without ours) gives the
+    # access logger a handler of its own and stops it propagating: its lines would skip our format.
+    logger.handlers.clear()
+    logger.propagate = True
     if not any(isinstance(f, RedactQuery) for f in logger.filters):
         logger.addFilter(RedactQuery())
 

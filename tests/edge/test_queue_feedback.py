@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 from tests.fixtures.edge import EdgeFactory
 from tests.fixtures.region import RegionFactory
@@ -30,7 +31,10 @@ async def test_queued_turn_reports_position_and_wait(
     queued = [e for r in replies for e in r.events if e.type == "voicemesh.turn.queued"]
     assert queued, [r.types for r in replies]
     assert all(e.position >= 1 and e.estimated_wait_s >= 0 for e in queued)
-    assert all(r.status == "completed" and r.audio for r in replies), [
-        (r.status, len(r.audio), r.types[-3:]) for r in replies
-    ]
+    shown = [(r.status, len(r.audio), r.text, r.types[-3:]) for r in replies]
+    assert all(r.status == "completed" for r in replies), shown
+    # Every queued turn is answered in full. The tiny CPU model now and then answers with nothing
+    # speakable (an emoji, a bare "!"): no words, so no audio; words are never without their audio.
+    assert all(r.audio or not re.search(r"[A-Za-z0-9]", r.text) for r in replies), shown
+    assert any(r.audio for r in replies), shown
     assert all(r.metadata.get("voicemesh_region") == "edge-queue" for r in replies)

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from wire import log_context
-from wire.access_log import RedactQuery
+from wire.access_log import RedactQuery, access_log_on
 from wire.redact import redact_query
 
 
@@ -154,3 +154,18 @@ def test_configure_replaces_its_own_handler_and_keeps_the_others() -> None:
     finally:
         root.handlers[:] = before
         root.setLevel(level)
+
+
+def test_access_log_on_takes_the_access_logger_back_from_uvicorns_default_config() -> None:
+    # Any uvicorn started in the process with its own logging config leaves the access logger with a
+    # handler of its own, not propagating: our format (and a test's capture) would never see a line.
+    logger = logging.getLogger("uvicorn.access")
+    saved = (list(logger.handlers), logger.propagate, logger.level)
+    try:
+        logger.addHandler(logging.StreamHandler(io.StringIO()))
+        logger.propagate = False
+        access_log_on()
+        assert logger.propagate and not logger.handlers and logger.level == logging.INFO
+    finally:
+        logger.handlers[:], logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
