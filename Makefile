@@ -73,7 +73,7 @@ typecheck: python-env
 	$(BIN)/mypy
 
 pytest: setup
-	$(BIN)/pytest -ra $(PYTEST_ARGS)
+	$(BIN)/pytest -ra --durations=25 $(PYTEST_ARGS)
 
 pytest-fast: python-env
 	$(BIN)/pytest -ra -m "not slow" $(PYTEST_ARGS)
