@@ -41,8 +41,10 @@ def access_log_on() -> None:
     logger.setLevel(logging.INFO)
     # uvicorn's default logging config (any server started in this process without ours) gives the
     # access logger a handler of its own and stops it propagating: its lines would skip our format.
+    # A ``dictConfig`` elsewhere in the process (a library's, by default) disables loggers it does not name.
     logger.handlers.clear()
     logger.propagate = True
+    logger.disabled = False
     if not any(isinstance(f, RedactQuery) for f in logger.filters):
         logger.addFilter(RedactQuery())
 

@@ -164,8 +164,10 @@ def test_access_log_on_takes_the_access_logger_back_from_uvicorns_default_config
     try:
         logger.addHandler(logging.StreamHandler(io.StringIO()))
         logger.propagate = False
+        logger.disabled = True  # what a library's dictConfig does to loggers it does not name
         access_log_on()
         assert logger.propagate and not logger.handlers and logger.level == logging.INFO
+        assert not logger.disabled
     finally:
-        logger.handlers[:], logger.propagate = saved[0], saved[1]
+        logger.handlers[:], logger.propagate, logger.disabled = saved[0], saved[1], False
         logger.setLevel(saved[2])
