@@ -36,15 +36,19 @@ class RedactQuery(logging.Filter):
 
 
 def access_log_on() -> None:
-    """After ``uvicorn.Config`` (which sets its loggers' levels): access lines at INFO, redacted."""
+    """After ``uvicorn.Config`` (which sets its loggers' levels): access lines at INFO, redacted, and
+    uvicorn's records through the process's handlers."""
+    # uvicorn's default logging config (any server started in this process without ours) gives
+    # ``uvicorn`` and ``uvicorn.access`` handlers of their own and stops both propagating: access
+    # lines would go to uvicorn's stderr handler, past our format (and a test's capture). A
+    # ``dictConfig`` elsewhere (a library's, by default) disables loggers it does not name.
+    for name in ("uvicorn", ACCESS_LOGGER):
+        taken = logging.getLogger(name)
+        taken.handlers.clear()
+        taken.propagate = True
+        taken.disabled = False
     logger = logging.getLogger(ACCESS_LOGGER)
     logger.setLevel(logging.INFO)
-    # uvicorn's default logging config (any server started in this process without ours) gives the
-    # access logger a handler of its own and stops it propagating: its lines would skip our format.
-    # A ``dictConfig`` elsewhere in the process (a library's, by default) disables loggers it does not name.
-    logger.handlers.clear()
-    logger.propagate = True
-    logger.disabled = False
     if not any(isinstance(f, RedactQuery) for f in logger.filters):
         logger.addFilter(RedactQuery())
 

@@ -88,6 +88,7 @@ async def serving(
     server = _Server(
         uvicorn.Config(
             create_app(node, verifier=verifier), host="127.0.0.1", port=port, log_level="warning",
+            log_config=None,  # uvicorn's own would stop its loggers propagating for the whole run
             lifespan="on", **ssl,  # type: ignore[arg-type]
         )
     )  # fmt: skip

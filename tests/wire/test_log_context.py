@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -156,18 +157,26 @@ def test_configure_replaces_its_own_handler_and_keeps_the_others() -> None:
         root.setLevel(level)
 
 
-def test_access_log_on_takes_the_access_logger_back_from_uvicorns_default_config() -> None:
-    # Any uvicorn started in the process with its own logging config leaves the access logger with a
-    # handler of its own, not propagating: our format (and a test's capture) would never see a line.
-    logger = logging.getLogger("uvicorn.access")
-    saved = (list(logger.handlers), logger.propagate, logger.level)
+def test_access_log_on_takes_uvicorns_loggers_back_from_its_default_config() -> None:
+    # Any uvicorn started in the process with its own logging config gives ``uvicorn`` and
+    # ``uvicorn.access`` handlers of their own, not propagating: our format (and a test's capture)
+    # would never see an access line. This is what the full suite's webhook receiver did.
+    names = ("uvicorn", "uvicorn.access", "uvicorn.error")
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [(list(x.handlers), x.propagate, x.level, x.disabled) for x in loggers]
+    root, out = logging.getLogger(), io.StringIO()
+    ours = logging.StreamHandler(out)
     try:
-        logger.addHandler(logging.StreamHandler(io.StringIO()))
-        logger.propagate = False
-        logger.disabled = True  # what a library's dictConfig does to loggers it does not name
+        uvicorn.Config(app=lambda *_: None)  # uvicorn's LOGGING_CONFIG, applied on construction
+        assert not logging.getLogger("uvicorn").propagate  # the trap this test is about
+        loggers[1].disabled = True  # what a library's dictConfig does to loggers it does not name
         access_log_on()
-        assert logger.propagate and not logger.handlers and logger.level == logging.INFO
-        assert not logger.disabled
+        root.addHandler(ours)
+        args = ("127.0.0.1:5", "GET", "/v1/models?api_key=sk-secret", "1.1", 401)
+        logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/%s" %d', *args)
+        assert out.getvalue().strip() == '127.0.0.1:5 - "GET /v1/models?api_key=*** HTTP/1.1" 401'
     finally:
-        logger.handlers[:], logger.propagate, logger.disabled = saved[0], saved[1], False
-        logger.setLevel(saved[2])
+        root.removeHandler(ours)
+        for x, (handlers, propagate, level, disabled) in zip(loggers, saved, strict=True):
+            x.handlers[:], x.propagate, x.disabled = handlers, propagate, disabled
+            x.setLevel(level)
