@@ -117,7 +117,11 @@ class RegionAttempt:
         # waits say nothing of what live callers wait for.
         stages = None if batch else metrics.STAGE_SECONDS
         acquiring = loop.time()
-        conn, self.warm = await self._pool.acquire(region.id, timeout_s=region.connect_deadline_s())
+        # A batch item's slack is for pauses; a connection it waits for like a hang (``hang_slack``).
+        connect_slack = self.slack if self.hang_slack is None else self.hang_slack
+        conn, self.warm = await self._pool.acquire(
+            region.id, timeout_s=region.connect_deadline_s(connect_slack)
+        )
         if stages is not None:
             stages.labels("connect").observe(loop.time() - acquiring)
         events = conn.events()

@@ -140,11 +140,12 @@ class RegionHealth:
         chars = min(max(pending_chars, _MIN_CLAUSE_CHARS), s.max_clause_chars)
         return max(s.stall_floor_s, s.stall_factor * rate * chars)
 
-    def connect_deadline_s(self) -> float:
-        """A WebSocket handshake costs about one probe round trip; a stopped process never answers."""
+    def connect_deadline_s(self, slack: float = 1.0) -> float:
+        """A WebSocket handshake costs about one probe round trip; a stopped process never answers.
+        ``slack`` (> 1 on the last region a turn may use: nowhere better to go) stretches it."""
         s = self._settings
         rtt = self.probe_rtt.value or 0.0
-        return min(s.connect_timeout_s, max(s.first_byte_floor_s, s.first_byte_factor * rtt))
+        return slack * min(s.connect_timeout_s, max(s.first_byte_floor_s, s.first_byte_factor * rtt))
 
     # Passive measurements from real turns.
     def observe_first_byte(self, seconds: float) -> None:

@@ -133,6 +133,8 @@ class ScriptedRegion:
     script: Script
     healthy: bool = True
     """While False, ``/health`` answers with something no region would (a failed probe)."""
+    handshake_s: float = 0.0
+    """How long a turn connection's handshake takes (a region on a loaded machine)."""
     starts: list[TurnStart] = field(default_factory=list, init=False)
     """Every ``turn.start`` received, as sent (failover fills ``transcript``/``heard_text``)."""
     cancels: list[str] = field(default_factory=list, init=False)
@@ -164,7 +166,9 @@ class ScriptedRegion:
             self._server.close()
             await self._server.wait_closed()
 
-    def _http(self, conn: ServerConnection, request: Request) -> Response | None:
+    async def _http(self, conn: ServerConnection, request: Request) -> Response | None:
+        if request.path == TURN_PATH and self.handshake_s:
+            await asyncio.sleep(self.handshake_s)
         if request.path == "/health":
             if not self.healthy:
                 return conn.respond(500, "stopped\n")

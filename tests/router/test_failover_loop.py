@@ -129,6 +129,26 @@ async def test_the_last_region_left_gets_slack_instead_of_degrading() -> None:
     assert seen.routed == [only.id] and seen.done is not None and seen.clauses[only.id] == ["Late."]
 
 
+async def test_a_slow_handshake_fails_over_but_not_on_the_last_region_left() -> None:
+    """A handshake twice the plain connect deadline (a region on a loaded machine): with a runner-up
+    the turn goes there; alone, the region gets the last resort's slack and answers."""
+    cfg = settings(first_byte_floor_s=0.2, last_resort_slack=300.0)
+    plain = 2 * cfg.first_byte_floor_s  # before any probe the floor is the connect deadline
+    async with (
+        ScriptedRegion("slow", answer("Slow."), handshake_s=plain) as slow,
+        ScriptedRegion("quick", answer("Quick.")) as quick,
+    ):
+        async with Router(cfg, registry=registry((slow, NEAR), (quick, FAR))) as router:
+            assert router.regions[slow.id].connect_deadline_s() == cfg.first_byte_floor_s
+            two = await run(router, "s", TurnStart(turn_id="t-two", text="hi"))
+        async with Router(cfg, registry=registry((slow, NEAR))) as router:
+            alone = await run(router, "s", TurnStart(turn_id="t-alone", text="hi"))
+    assert two.routed == [slow.id, quick.id] and two.failovers[0].reason == "region_unavailable"
+    assert two.done is not None and two.clauses[quick.id] == ["Quick."]
+    assert alone.degraded is None, alone.degraded
+    assert alone.routed == [slow.id] and alone.clauses[slow.id] == ["Slow."]
+
+
 async def test_a_failed_probe_wakes_a_turn_waiting_on_a_hung_region() -> None:
     """The prober touches no turn: the attempt sees the region's signal and shortens its own wait."""
     async with (
