@@ -171,6 +171,9 @@ class RealtimeSession:
                 # be answered too. Idle = no answer playing and nobody speaking.
                 while True:
                     await self.responses.finished()
+                    # The VAD may run behind its audio (a busy machine): speech the client sent and
+                    # the VAD has not heard yet is a turn being spoken, not idle.
+                    await self.turns.settled()
                     if self.responses.response is None and not self.vad_turns.speaking:
                         break
                     await asyncio.sleep(0.05)
