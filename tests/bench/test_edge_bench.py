@@ -37,7 +37,8 @@ async def test_streams_with_and_without_vad_and_silero_alone_add_up(models: dict
 
 async def test_two_checkouts_side_by_side_each_measured(models: dict[str, Path]) -> None:
     """``bench edge-pair`` with this tree as both sides: both edges ran, each its own streams through
-    its VAD, and their ratio is a number near 1 (the same code), not a measure of speed."""
+    its VAD, and their ratio is printed. Its value is not asserted: on a busy machine one round of
+    two idle-ish edges can differ by any factor (a CI run saw one outside 0.2-5)."""
     from voicemesh.bench.edge_pair import bench_pair
 
     settings = EdgeSettings(
@@ -50,4 +51,5 @@ async def test_two_checkouts_side_by_side_each_measured(models: dict[str, Path])
     assert len(result.cost_a) == len(result.cost_b) == 1
     assert result.cost_a[0] > 0 and result.cost_b[0] > 0
     assert len(lines) == 1 and lines[0].startswith("round 1/1:") and "b/a" in lines[0]
-    assert 0.2 < result.ratios[0] < 5  # (two edges of 2 streams: mostly their idle work)
+    assert result.ratios == [result.cost_b[0] / result.cost_a[0]]
+    assert f"b/a {result.ratios[0]:.3f}" in lines[0]
