@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from websockets.sync.server import ServerConnection, serve
+from websockets.sync.server import Server, ServerConnection, serve
 
 from tests.fixtures.common import free_port
 from voicemesh.cli.common import cli
 from voicemesh.cli.fuzz import fuzz
 from voicemesh.fuzz import AuthBypass, EdgeTarget, Hang, NotServing, RegionTarget, ServerFault, Unclear, run
+from voicemesh.fuzz.events import run_events_case
 from voicemesh.fuzz.http import describe, requests, run_http_case
 from voicemesh.fuzz.oracle import check_realtime_event, check_turn_message
 from voicemesh.fuzz.runner import run_fuzzer
@@ -49,15 +50,20 @@ class _Answers500(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _http_500() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers500)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def _serving(server: ThreadingHTTPServer | Server, port: int) -> Iterator[str]:
+    """``server`` answering from a thread of its own, at the URL yielded."""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.shutdown()
-        server.server_close()
+
+
+@contextmanager
+def _http_500() -> Iterator[str]:
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Answers500) as server:
+        with _serving(server, server.server_address[1]) as url:
+            yield url
 
 
 @contextmanager
@@ -71,13 +77,8 @@ def _silent_socket() -> Iterator[str]:
 
 @contextmanager
 def _websocket(handler: Callable[[ServerConnection], None]) -> Iterator[str]:
-    with serve(handler, "127.0.0.1", 0) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.socket.getsockname()[1]}"
-        finally:
-            server.shutdown()
+    with serve(handler, "127.0.0.1", 0) as server, _serving(server, server.socket.getsockname()[1]) as url:
+        yield url
 
 
 def test_a_500_is_caught_and_shrunk_to_a_reproducer() -> None:
@@ -114,6 +115,16 @@ def test_a_region_that_never_answers_a_frame_is_a_hang(tmp_path: Path) -> None:
     ensure_key_set(keys)
     with _websocket(_accept_and_ignore) as url, pytest.raises(Hang, match="sentinel"):
         run_turns_case(RegionTarget(url, keys), ("valid", ['{"type": "turn.cancel"}']), 0.5)
+
+
+def test_a_realtime_session_that_goes_quiet_is_a_hang() -> None:
+    def created_then_quiet(ws: ServerConnection) -> None:
+        ws.send(json.dumps({"type": "session.created", "session": {}}))
+        for _ in ws:
+            pass
+
+    with _websocket(created_then_quiet) as url, pytest.raises(Hang, match="did not answer"):
+        run_events_case(EdgeTarget(url, "k"), ['{"type": "input_audio_buffer.commit"}'], 0.5)
 
 
 def test_a_region_taking_a_bad_token_is_caught() -> None:

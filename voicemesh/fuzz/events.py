@@ -3,7 +3,8 @@
 The strategies: well-formed events with one to three mutations (extreme values, wrong types,
 missing fields, unknown types, huge strings and integers, bad base64, nested junk), any JSON, raw
 text and bytes, and parser bombs. ``tests/edge/test_fuzz_events.py`` sends them to an in-process
-session; ``run_events_case`` to a running edge.
+session; ``run_events_case`` to a running edge, over a raw WebSocket (not ``voicemesh.realtime``'s
+SDK client, which would never send a malformed frame).
 """
 
 from __future__ import annotations
