@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from edge.testing.audio import tone
-from voicemesh.fuzz.frames import read_until
+from voicemesh.fuzz.frames import read_until, send_frame
 from voicemesh.fuzz.oracle import (
     Hang,
     ServerFault,
@@ -172,9 +172,11 @@ raw_frames = st.one_of(
     json_values.map(dumps),
     st.text(max_size=200),
     st.binary(max_size=200),
+    huge_strings,
     parser_bombs,
 )
-"""One client frame: mostly mutated events, some any-JSON, text, bytes and parser bombs."""
+"""One client frame: mostly mutated events, some any-JSON, text (invalid UTF-8 too), bytes and
+parser bombs."""
 
 event_cases = st.lists(raw_frames, min_size=1, max_size=4)
 """One fuzz case: the frames a new session gets, in order (out-of-order events among them)."""
@@ -213,7 +215,7 @@ def run_events_case(target: EdgeTarget, frames: list[str | bytes], timeout_s: fl
         with open_session(target, timeout_s) as ws:
             try:
                 for frame in [*frames, dumps(sentinel)]:
-                    ws.send(frame)
+                    send_frame(ws, frame)
                 read_until(ws, timeout_s, _is_sentinel, check_realtime_event)
             except ConnectionClosed as exc:
                 # Closing on a frame it cannot take (too big, not UTF-8) is an answer, if the code says so.

@@ -10,6 +10,15 @@ from typing import Any
 from websockets.sync.client import ClientConnection
 
 
+def send_frame(ws: ClientConnection, frame: str | bytes) -> None:
+    """``str`` as a text frame, ``bytes`` as a binary one. A ``str`` holding a lone surrogate goes as the
+    invalid UTF-8 it encodes to (``surrogatepass``), still in a text frame: what a broken client sends."""
+    if isinstance(frame, str):
+        ws.send(frame.encode("utf-8", "surrogatepass"), text=True)
+    else:
+        ws.send(frame)
+
+
 def read_until(
     ws: ClientConnection, timeout_s: float, done: Callable[[Any], bool], check: Callable[[Any], None]
 ) -> Any:

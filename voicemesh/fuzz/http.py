@@ -45,7 +45,8 @@ def auth_headers(api_key: str) -> st.SearchStrategy[dict[str, str]]:
     )
 
 
-header_values = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
+header_values = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80).map(str.strip)
+"""Printable ASCII, never starting or ending in a space (HTTP/1.1 cannot carry that: h11 refuses)."""
 extra_headers = st.dictionaries(
     st.sampled_from(
         ["Content-Type", "Accept", "X-Session-Id", "Content-Encoding", "Range", "Cookie", "Origin"]

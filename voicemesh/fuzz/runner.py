@@ -123,5 +123,9 @@ class _Chunk:
                     detail, reproducer = exc.detail + flaky, self.describe(exc.case)
                     self.outcome.failures.append(Failure(self.outcome.fuzzer, exc.kind, detail, reproducer))
                 else:
-                    self.outcome.failures.append(Failure(self.outcome.fuzzer, "error", repr(exc), ""))
+                    # Not the oracle's: the fuzzer itself failed (Hypothesis notes the case it had).
+                    notes = " ".join(getattr(exc, "__notes__", []))
+                    self.outcome.failures.append(
+                        Failure(self.outcome.fuzzer, "fuzzer error", repr(exc), notes)
+                    )
         return self.sent

@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from voicemesh.fuzz.events import dumps, huge_strings, json_values, mutate, parser_bombs
-from voicemesh.fuzz.frames import read_until
+from voicemesh.fuzz.frames import read_until, send_frame
 from voicemesh.fuzz.oracle import AuthBypass, Hang, check_close_code, check_http_status, check_turn_message
 from voicemesh.fuzz.target import RegionTarget
 from wire.client import turns_url
@@ -159,7 +159,7 @@ def run_turns_case(target: RegionTarget, case: tuple[str, list[str | bytes]], ti
                 return
             try:
                 for frame in [*sent, SENTINEL]:
-                    ws.send(frame)
+                    send_frame(ws, frame)
                 read_until(ws, timeout_s, _is_sentinel_answer, check_turn_message)
             except ConnectionClosed as exc:
                 check_close_code(exc.rcvd.code if exc.rcvd else None, "the turn connection")
