@@ -3,6 +3,7 @@ the fuzz (so a target that was never up is said plainly) and after it (the oracl
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import httpx
@@ -15,9 +16,9 @@ from voicemesh.fuzz.target import EdgeTarget, RegionTarget
 from voicemesh.fuzz.turns import connect_turns
 
 
-def _health(url: str, timeout_s: float) -> None:
+def _health(url: str, timeout_s: float, verify: ssl.SSLContext | bool = True) -> None:
     try:
-        status = httpx.get(f"{url}/health", timeout=timeout_s).status_code
+        status = httpx.get(f"{url}/health", timeout=timeout_s, verify=verify).status_code
     except httpx.HTTPError as exc:
         raise Unhealthy(f"GET {url}/health failed: {exc!r}") from None
     if status != 200:
@@ -48,14 +49,14 @@ def check_edge(target: EdgeTarget, timeout_s: float) -> None:
 
 def check_region(target: RegionTarget, timeout_s: float) -> None:
     """``/health`` ready, and (with the key set) a text-only turn completes."""
-    _health(target.http_url, timeout_s)
+    _health(target.http_url, timeout_s, target.auth().ssl or True)
     if target.keys_path is None:
         return
     start = {"type": "turn.start", "turn_id": "fuzz-health", "text": "Say ok.", "output_audio": False,
              "max_output_tokens": 4}  # fmt: skip
     try:
         with connect_turns(target, "valid", timeout_s) as ws:
-            assert ws is not None  # a valid token refused raises AuthBypass
+            assert ws is not None  # a valid token refused raises Unhealthy
             ws.send(dumps(start))
             done = read_until(ws, timeout_s, lambda m: m.get("type") == "turn.done", _refuse_errors)
     except (OracleFailure, OSError, WebSocketException, TimeoutError, ConnectionClosed) as exc:

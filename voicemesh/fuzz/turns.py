@@ -22,7 +22,14 @@ from websockets.sync.client import ClientConnection, connect
 
 from voicemesh.fuzz.events import dumps, huge_strings, json_values, mutate, parser_bombs
 from voicemesh.fuzz.frames import read_until, send_frame
-from voicemesh.fuzz.oracle import AuthBypass, Hang, check_close_code, check_http_status, check_turn_message
+from voicemesh.fuzz.oracle import (
+    AuthBypass,
+    Hang,
+    Unhealthy,
+    check_close_code,
+    check_http_status,
+    check_turn_message,
+)
 from voicemesh.fuzz.target import RegionTarget
 from wire.client import turns_url
 from wire.region_auth import AUDIENCE, MAX_HEADER_CHARS
@@ -132,7 +139,7 @@ def connect_turns(
     except InvalidStatus as exc:
         check_http_status(exc.response.status_code, f"the turn handshake with a {credential} token")
         if good:
-            raise AuthBypass(f"a valid token was refused: HTTP {exc.response.status_code}") from None
+            raise Unhealthy(f"a valid token was refused: HTTP {exc.response.status_code}") from None
         yield None
 
 
