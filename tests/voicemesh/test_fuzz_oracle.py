@@ -23,7 +23,7 @@ from voicemesh.cli.fuzz import fuzz
 from voicemesh.fuzz import AuthBypass, EdgeTarget, Hang, NotServing, RegionTarget, ServerFault, Unclear, run
 from voicemesh.fuzz.events import run_events_case
 from voicemesh.fuzz.http import describe, requests, run_http_case
-from voicemesh.fuzz.oracle import check_realtime_event, check_turn_message
+from voicemesh.fuzz.oracle import check_http_status, check_realtime_event, check_turn_message
 from voicemesh.fuzz.runner import run_fuzzer
 from voicemesh.fuzz.turns import run_turns_case
 from wire.region_keys import ensure_key_set
@@ -155,6 +155,14 @@ def test_realtime_and_region_errors_are_judged() -> None:
     check_turn_message({"type": "error", "code": "invalid_audio", "message": "odd byte count"})
     with pytest.raises(ServerFault):
         check_turn_message({"type": "turn.done", "status": "failed", "error": "internal_error: boom"})
+
+
+def test_only_a_deliberately_turned_off_endpoint_may_answer_503() -> None:
+    check_http_status(
+        503, "POST /v1/twilio/voice", '{"error": {"code": "twilio_not_configured", "message": "off"}}'
+    )
+    with pytest.raises(ServerFault):
+        check_http_status(503, "GET /", '{"error": {"code": "server_error", "message": "boom"}}')
 
 
 def test_a_target_unhealthy_before_the_fuzz_is_said_plainly() -> None:

@@ -95,7 +95,7 @@ def run_http_case(target: EdgeTarget, request: Request, timeout_s: float) -> Non
         raise Hang(f"no answer within {timeout_s:g} s to {what}") from None
     except httpx.RemoteProtocolError as exc:
         raise ServerFault(f"the connection ended without an answer to {what}: {exc}") from None
-    check_http_status(response.status_code, f"{what} ({response.text[:160]!r})")
+    check_http_status(response.status_code, f"{what} ({response.text[:160]!r})", response.text[:2_000])
 
 
 def describe(request: Any) -> str:
