@@ -25,7 +25,7 @@ from region.validation import check_audio_frame, check_start
 from wire import log_context
 from wire.audio import pcm16_to_float
 from wire.client import ClauseAudio
-from wire.errors import BadEvent, ProtocolError, RegionBusy, VoicemeshError
+from wire.errors import BadEvent, ProtocolError, RegionBusy, TurnInProgress, VoicemeshError
 from wire.turn import (
     RegionMessage,
     TurnAdmitted,
@@ -110,10 +110,9 @@ class TurnSession:
         self._discard_audio_of = None
         if self._running is not None:
             await self._error(
-                BadEvent(
+                TurnInProgress(
                     f"turn {self._running.turn.start.turn_id} is still running:"
-                    " one turn at a time per connection",
-                    code="turn_in_progress",
+                    " one turn at a time per connection"
                 ),
                 start.turn_id,
             )

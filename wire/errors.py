@@ -13,6 +13,7 @@ the classes below, so every error a region can send about a request must be decl
   * ProtocolError - the peer sent something we cannot act on (answered, never fatal to others)
     * BadEvent - malformed JSON, unknown event type, missing or ill-typed field
       * TextTooLong - a text field is over the region's character limit
+      * TurnInProgress - a ``turn.start`` on a connection whose turn is still running
     * BadAudio - wrong format or rate, empty, odd byte count, oversized
     * UnknownVoice - the voice is not one this region or edge can speak
     * HistoryTooLong - the conversation history exceeds the configured limit
@@ -61,6 +62,13 @@ class BadEvent(ProtocolError):
 
 class TextTooLong(BadEvent):
     code = "text_too_long"
+
+
+class TurnInProgress(BadEvent):
+    """The sender broke one-turn-at-a-time: its fault (declared, so a router decoding the code never
+    takes it for the region's and fails over)."""
+
+    code = "turn_in_progress"
 
 
 class BadAudio(ProtocolError):

@@ -19,6 +19,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from uvicorn._types import ASGISendEvent
+from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request
 from websockets.protocol import State
@@ -43,6 +45,8 @@ class DirectWebSocket(WebSocketsSansIOProtocol):
     text frame can be offered to the sink without websockets parsing it (``data_received``)."""
     _partial: bytearray | None = None
     """The start of a frame not received whole yet."""
+    _closed_on_client_error = False
+    """uvicorn closed the connection on a protocol error of the client's (``handle_parser_exception``)."""
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -112,6 +116,19 @@ class DirectWebSocket(WebSocketsSansIOProtocol):
             and not self.close_sent
             and self.queue.empty()  # (nothing before it waits: taking it now keeps the order)
         )
+
+    def handle_parser_exception(self) -> None:
+        self._closed_on_client_error = True
+        super().handle_parser_exception()
+
+    async def send(self, message: ASGISendEvent) -> None:
+        # uvicorn closes the connection itself when the client breaks the protocol (a text frame
+        # that is not UTF-8: 1007) and queues the disconnect, but answers the app's sends after that
+        # with a RuntimeError, as if the app had closed first: a session writing an answer just then
+        # counted a server_error. To the app, such a client has gone like any other.
+        if self._closed_on_client_error:
+            raise ClientDisconnected
+        await super().send(message)
 
     def _attach(self, sink: Sink | None) -> None:
         self._sink = sink

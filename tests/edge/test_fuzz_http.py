@@ -1,55 +1,41 @@
-"""Fuzz a real edge over loopback: junk to its HTTP endpoints (``POST /v1/realtime/client_secrets``,
-``/web/<path>``, ``/status``, ``/health``, ``/metrics``, any path), generated Realtime events over its
-WebSocket, an oversized request head and a slow one.
+"""``voicemesh fuzz`` against a real edge over loopback: junk to its HTTP endpoints (every route,
+``/web/<path>``, any path; bad methods, headers, query strings, bodies) and generated Realtime events
+over its WebSocket; then an oversized request head and a slow one.
 
-Nothing answers 5xx or ``server_error``, nothing hangs (each request or event is answered within a
-guard that only stops a hung server from hanging the suite), and the edge still serves a normal
-session afterwards.
+Nothing answers 5xx or ``server_error``, nothing hangs (each case is answered within a timeout that
+only stops a hung server from hanging the suite), and the edge still serves a normal session
+afterwards (the fuzzer's own health check, and ``assert_healthy`` here).
 
-Slow tier (a real uvicorn in a thread, bounded to a few hundred requests). The router, VAD and
-voice are ``edge.testing`` stand-ins: the models are not what is under test, the edge's HTTP and
-WebSocket surface is. ``derandomize=True``: CI runs the same cases every time.
+Slow tier (a real uvicorn in a thread, bounded to a few hundred cases). The router, VAD and voice
+are ``edge.testing`` stand-ins: the models are not what is under test, the edge's HTTP and
+WebSocket surface is. A fixed ``--seed``: CI runs the same cases every time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-from websockets.sync.client import ClientConnection, connect
+from prometheus_client import REGISTRY
 
 from edge.app.server import serve_edge
 from edge.shared.settings import EdgeSettings, LimitSettings
 from edge.testing import ScriptedRouter, memory_services, spoken_reply
-from tests.edge.test_fuzz_events import json_values, raw_frames
 from tests.fixtures.common import free_port
+from voicemesh.fuzz import EdgeTarget, run
+from voicemesh.fuzz.events import run_events_case
+from voicemesh.fuzz.health import check_edge
+from voicemesh.fuzz.http import Request, run_http_case
 
 GUARD_S = 30.0
 """Only stops a hung server from hanging the suite."""
 
 KEY = "fuzz-key"
-
-FUZZ = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
 
 
 @dataclass
@@ -63,8 +49,8 @@ class ThreadedEdge:
         return f"http://127.0.0.1:{self.settings.port}"
 
     @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.settings.port}/v1/realtime?model=x"
+    def target(self) -> EdgeTarget:
+        return EdgeTarget(self.http_url, KEY)
 
     def __post_init__(self) -> None:
         self._ready = threading.Event()
@@ -105,83 +91,32 @@ def fuzzed_edge() -> Iterator[ThreadedEdge]:
         yield running
 
 
-@contextlib.contextmanager
-def _session(edge: ThreadedEdge) -> Iterator[ClientConnection]:
-    headers = {"Authorization": f"Bearer {KEY}"}
-    with connect(edge.ws_url, additional_headers=headers, open_timeout=GUARD_S) as ws:
-        assert _next(ws)["type"] == "session.created"
-        yield ws
-
-
-def _next(ws: ClientConnection) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads(ws.recv(timeout=GUARD_S))
-    if event["type"] == "error":
-        assert event["error"]["code"] != "server_error", event
-    return event
-
-
-def _until(ws: ClientConnection, type_: str, **fields: Any) -> list[dict[str, Any]]:
-    """Every event up to the first of ``type_`` (whose fields match); each is checked by ``_next``."""
-    seen = []
-    while True:
-        event = _next(ws)
-        seen.append(event)
-        if event["type"] == type_ and all(event.get(k) == v for k, v in fields.items()):
-            return seen
-
-
 def assert_healthy(edge: ThreadedEdge) -> None:
-    """The edge still serves: ``/health`` and a whole text turn on a new session."""
-    assert httpx.get(edge.http_url + "/health", timeout=GUARD_S).status_code == 200
-    with _session(edge) as ws:
-        item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ping"}]}
-        ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send(json.dumps({"type": "response.create"}))
-        done = _until(ws, "response.done")[-1]
-        assert done["response"]["status"] == "completed", done
+    """The edge still serves: ``/health`` and a whole text turn on a new session (the fuzzer's check)."""
+    check_edge(edge.target, GUARD_S)
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
 
-header_tokens = st.text(
-    st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=60
-) | st.sampled_from([KEY, "fuzz-admin", "ek_" + "x" * 30, "a.b.c", "x" * 9_000])
-auth_headers = st.one_of(
-    st.just({}),
-    header_tokens.map(lambda t: {"Authorization": f"Bearer {t}"}),
-    header_tokens.map(lambda t: {"Authorization": t}),
-)
-bodies = st.one_of(json_values.map(lambda v: json.dumps(v).encode()), st.binary(max_size=300))
-paths = st.one_of(
-    st.text(max_size=80).map(lambda p: "/web/" + quote(p, safe="")),
-    st.text(max_size=80).map(lambda p: "/web/" + quote(p, safe="/%.")),
-    st.sampled_from(["/status", "/health", "/metrics", "/", "/ops", "/v1/realtime", "/web/talk.js"]),
-    st.text(max_size=40).map(lambda p: "/" + quote(p, safe="/")),
-)
-requests = st.one_of(
-    st.tuples(st.just("POST"), st.just("/v1/realtime/client_secrets"), auth_headers, bodies),
-    st.tuples(st.sampled_from(["GET", "POST", "PUT", "DELETE", "HEAD"]), paths, auth_headers, bodies),
-)
+
+def test_the_fuzzer_finds_no_5xx_nor_hang_over_http(fuzzed_edge: ThreadedEdge) -> None:
+    report = run(edge=fuzzed_edge.target, region=None, fuzzers=("http",), cases=200, seconds=3_600,
+                 seed=34, timeout_s=GUARD_S)  # fmt: skip
+    assert report.ok, report.summary()
+    assert report.outcomes[0].cases == 200, report.summary()
 
 
-@settings(FUZZ, max_examples=200)
-@given(requests)
-@example(("GET", "/web/%00index.html", {}, b""))
-@example(("GET", "/web/" + "a" * 5_000, {}, b""))
-@example(("POST", "/v1/realtime/client_secrets", {"Authorization": f"Bearer {KEY}"}, b'{"expires_after": 5}'))
-def test_http_endpoints_answer_junk_without_5xx(
-    fuzzed_edge: ThreadedEdge, request_: tuple[str, str, dict[str, str], bytes]
-) -> None:
-    method, path, headers, body = request_
-    with httpx.Client(base_url=fuzzed_edge.http_url, timeout=GUARD_S) as http:
-        response = http.request(method, path, headers=headers, content=body if method != "GET" else None)
-    assert response.status_code < 500, (
-        method,
-        path[:100],
-        headers,
-        response.status_code,
-        response.text[:200],
-    )
+@pytest.mark.parametrize(
+    "request_",
+    [
+        ("GET", "/web/%00index.html", {}, b""),
+        ("GET", "/web/" + "a" * 5_000, {}, b""),
+        ("POST", "/v1/realtime/client_secrets", {"Authorization": f"Bearer {KEY}"}, b'{"expires_after": 5}'),
+    ],
+    ids=["nul-in-path", "long-path", "short-expiry"],
+)
+def test_requests_that_once_failed_get_no_5xx(fuzzed_edge: ThreadedEdge, request_: Request) -> None:
+    run_http_case(fuzzed_edge.target, request_, GUARD_S)
 
 
 def test_oversized_and_slow_request_heads_are_refused_not_hung(fuzzed_edge: ThreadedEdge) -> None:
@@ -212,22 +147,27 @@ def test_oversized_and_slow_request_heads_are_refused_not_hung(fuzzed_edge: Thre
 # -- WebSocket -----------------------------------------------------------------------------------
 
 
-@settings(FUZZ, max_examples=60)
-@given(st.lists(raw_frames, min_size=1, max_size=4))
-def test_websocket_events_get_answers_without_server_error(
-    fuzzed_edge: ThreadedEdge, frames: list[str | bytes]
+def test_the_fuzzer_finds_no_server_error_nor_hang_in_realtime_events(fuzzed_edge: ThreadedEdge) -> None:
+    report = run(edge=fuzzed_edge.target, region=None, fuzzers=("events",), cases=60, seconds=3_600,
+                 seed=34, timeout_s=GUARD_S)  # fmt: skip
+    assert report.ok, report.summary()
+    assert report.outcomes[0].cases == 60, report.summary()
+
+
+def test_a_text_frame_that_is_not_utf8_closes_the_session_without_a_server_error(
+    fuzzed_edge: ThreadedEdge,
 ) -> None:
-    with _session(fuzzed_edge) as ws:
-        for frame in frames:
-            ws.send(frame)
-        # Events are handled in order: once the sentinel is answered, every frame before it was.
-        ws.send(
-            json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "end"}})
-        )
-        while True:
-            event = _until(ws, "session.updated")[-1]
-            if event["session"]["instructions"] == "end":
-                break
+    """uvicorn closes such a connection itself (1007); the session's answer to the event before it
+    then met a RuntimeError and counted a ``server_error`` (found by ``voicemesh fuzz``)."""
+    before = _server_errors()
+    for _ in range(5):  # the answer and the close race: several tries, each used to fail most times
+        run_events_case(fuzzed_edge.target, ['{"type": "input_audio_buffer.clear"}', "\ud800"], GUARD_S)
+    assert _server_errors() == before
+
+
+def _server_errors() -> float:
+    labels = {"type": "input_audio_buffer.clear", "outcome": "server_error"}
+    return REGISTRY.get_sample_value("voicemesh_edge_client_events_total", labels) or 0.0
 
 
 def test_the_edge_is_healthy_after_the_fuzz(fuzzed_edge: ThreadedEdge) -> None:

@@ -14,6 +14,7 @@ from region.settings import AdmissionSettings
 from region.testing import FixedTranscript, Hold, ScriptedLlm, ToneTts, open_session, run_frames, standin_node
 from tests.region.helpers import BAD_INPUT, SECOND, start
 from wire.audio import REGION_OUT_RATE
+from wire.errors import TurnInProgress, decode_error
 from wire.turn import (
     AudioClause,
     RegionMessage,
@@ -216,6 +217,9 @@ async def test_a_second_turn_start_while_one_runs_is_refused() -> None:
         channel.push(start("two", text="Hi."))
         (error,) = of(TurnError, await channel.wait_for(TurnError))
         assert (error.code, error.turn_id) == ("turn_in_progress", "two")
+        # The sender's fault, by its declared class: a router never fails it over (`voicemesh fuzz`
+        # found the code undeclared, which decode_error took for a region failure).
+        assert isinstance(decode_error(error.code, error.message, region="r"), TurnInProgress)
         hold.release()
         sent = await channel.wait_for(TurnDone)
     assert [(d.turn_id, d.status) for d in of(TurnDone, sent)] == [("one", "completed")]

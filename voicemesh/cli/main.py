@@ -27,6 +27,7 @@ _COMMAND_MODULES = (
     "image",
     "bench_edge_kill",
     "bench_transports",
+    "fuzz",
 )
 
 
