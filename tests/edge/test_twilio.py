@@ -195,7 +195,7 @@ async def test_endpoint_is_off_without_an_auth_token() -> None:
         with pytest.raises(InvalidStatus) as refused:
             async with place_call(url, TOKEN):
                 pass
-    assert refused.value.response.status_code == 503
+    assert refused.value.response.status_code == 404  # off: nothing to retry
     error = json.loads(refused.value.response.body or b"{}")["error"]
     assert error["code"] == "twilio_not_configured" and "VOICEMESH_TWILIO_AUTH_TOKEN" in error["message"]
 

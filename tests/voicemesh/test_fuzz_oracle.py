@@ -157,12 +157,11 @@ def test_realtime_and_region_errors_are_judged() -> None:
         check_turn_message({"type": "turn.done", "status": "failed", "error": "internal_error: boom"})
 
 
-def test_only_a_deliberately_turned_off_endpoint_may_answer_503() -> None:
-    check_http_status(
-        503, "POST /v1/twilio/voice", '{"error": {"code": "twilio_not_configured", "message": "off"}}'
-    )
-    with pytest.raises(ServerFault):
-        check_http_status(503, "GET /", '{"error": {"code": "server_error", "message": "boom"}}')
+def test_every_5xx_is_a_fault_and_every_4xx_is_not() -> None:
+    check_http_status(404, "POST /v1/twilio/voice", '{"error": {"code": "twilio_not_configured"}}')
+    for status in (500, 503):
+        with pytest.raises(ServerFault):
+            check_http_status(status, "GET /", '{"error": {"code": "server_error", "message": "boom"}}')
 
 
 def test_a_target_unhealthy_before_the_fuzz_is_said_plainly() -> None:

@@ -70,15 +70,8 @@ def check_realtime_event(event: Any) -> None:
         raise Unclear(f"an error that is not a clear client error: {str(error)[:300]}")
 
 
-TURNED_OFF = frozenset({"twilio_not_configured"})
-"""Error codes of a 503 that says an endpoint is off on this deployment, and which setting turns it
-on (docs/phone.md): the operator's choice, answered on purpose, not a fault."""
-
-
 def check_http_status(status: int, what: str, body: str = "") -> None:
-    """Any status under 500: a bad request is the client's to fix (or a 503 of ``TURNED_OFF``)."""
-    if status == 503 and any(f'"code":"{code}"' in body.replace(" ", "") for code in TURNED_OFF):
-        return
+    """Any status under 500: a bad request is the client's to fix."""
     if status >= 500:
         raise ServerFault(f"HTTP {status} for {what}")
 

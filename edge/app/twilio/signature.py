@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from litestar.connection import ASGIConnection
 from twilio.request_validator import RequestValidator
 
-from edge.shared.errors import Forbidden, ServiceUnavailable
+from edge.shared.errors import Forbidden, NotFound
 from edge.shared.settings import TwilioSettings
 
 HEADER = "x-twilio-signature"
@@ -23,9 +23,10 @@ TOKEN_ENV = "VOICEMESH_TWILIO_AUTH_TOKEN"
 
 
 def validator(settings: TwilioSettings) -> RequestValidator:
-    """The account's validator; the Twilio endpoints are off without an auth token."""
+    """The account's validator; the Twilio endpoints are off without an auth token (404: there is
+    nothing to retry, as a 503 would say; the message names the setting that turns them on)."""
     if not settings.auth_token:
-        raise ServiceUnavailable(
+        raise NotFound(
             f"phone calls are off on this edge: set {TOKEN_ENV} to the Twilio account's auth token",
             code="twilio_not_configured",
         )
