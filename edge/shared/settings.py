@@ -12,12 +12,12 @@ from edge.shared.egress import ALLOW_ENV, EgressPolicy, Network, parse_networks
 from edge.shared.voices import CPU_VOICES, VoiceTable
 
 BACKCHANNEL_WORDS = (
-    "mm", "mmm", "hm", "hmm", "mhm", "mm-hm", "mm-hmm", "uh-huh", "uh", "huh", "ah", "oh", "yeah",
-    "yes", "yep", "yup", "right", "okay", "ok", "sure", "alright", "i", "see", "got", "it", "cool",
-    "exactly", "true", "wow", "nice", "great", "indeed", "totally", "agreed",
+    "mm", "mmm", "hm", "hmm", "mhm", "mhmm", "mmhm", "mmhmm", "mm-hm", "mm-hmm", "uh-huh", "uh", "huh",
+    "ah", "oh", "yeah", "yes", "yep", "yup", "right", "okay", "ok", "sure", "alright", "i", "see", "got",
+    "it", "cool", "exactly", "true", "wow", "nice", "great", "indeed", "totally", "agreed",
 )  # fmt: skip
-"""What a caller says over an answer without asking it to stop (each word lowercased, punctuation
-and hyphens around it dropped; "i see", "got it" are two of them)."""
+"""What a caller says over an answer without asking it to stop, as Whisper writes it (each word
+lowercased, the punctuation around it dropped; "i see", "got it" are two of them)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 
-from edge.shared.settings import BackchannelSettings
+from edge.shared.settings import BackchannelSettings, EdgeSettings, VadSettings
 from edge.testing import Hold, ScriptedRouter, SessionHarness, clause, heard, memory_services, silence, tone
 from router.api import Routed, RoutedEvent
 from wire.turn import Message, TextDelta, TurnDone
@@ -114,10 +114,8 @@ async def test_other_words_are_a_barge_in_and_their_turn_is_answered() -> None:
 
 async def test_speech_past_the_bound_interrupts_without_waiting_for_its_end() -> None:
     router = ScriptedRouter(_answer(Hold()), [Routed(region="eu-west"), *_answer(Hold())[1:3]])
-    settings = BackchannelSettings(max_ms=600)
-    services = memory_services(router)
-    async with SessionHarness(services) as edge:
-        edge.session.vad_turns.input.gate._settings = settings  # type: ignore[union-attr, attr-defined]
+    vad = VadSettings(backchannel=BackchannelSettings(max_ms=600))
+    async with SessionHarness(memory_services(router, settings=EdgeSettings(vad=vad))) as edge:
         await edge.say("Tell me a story")
         await edge.send({"type": "response.create"})
         await edge.wait_for("response.output_audio.delta", 2)
@@ -134,7 +132,10 @@ async def test_speech_past_the_bound_interrupts_without_waiting_for_its_end() ->
 
 
 async def test_no_transcript_is_a_barge_in() -> None:
-    failed = [Routed(region="eu-west"), TurnDone(turn_id="t", region="eu-west", status="failed")]
+    failed: list[RoutedEvent] = [
+        Routed(region="eu-west"),
+        TurnDone(turn_id="t", region="eu-west", status="failed"),
+    ]
     router = ScriptedRouter(_answer(Hold()), failed, [Routed(region="eu-west"), *_answer(Hold())[1:3]])
     async with SessionHarness(memory_services(router)) as edge:
         await edge.say("Tell me a story")
