@@ -10,9 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest_asyncio
 
+from edge.shared.settings import BackchannelSettings, VadSettings
 from tests.edge.conftest import session_id
-from tests.fixtures.edge import RunningEdge
+from tests.fixtures.edge import EdgeFactory, RunningEdge
+from tests.fixtures.region import RegionFactory
 from voicemesh.realtime import client, stream_audio
 from wire.audio import CLIENT_RATE, FloatAudio
 
@@ -22,6 +25,15 @@ SLOW_CHARS_PER_S = 10.0
 the first clause has been played whole (tests/edge/test_barge_in.py)."""
 STORY = "Tell long, detailed stories of many sentences."
 QUESTION = "Tell me a long story about a dragon."
+
+
+@pytest_asyncio.fixture(scope="module")
+async def patient_edge(edge_factory: EdgeFactory, region_factory: RegionFactory) -> RunningEdge:
+    """The edge fixture's region, behind an edge that waits as long as it takes for a short speech's
+    words: on a busy 2-core machine the region's STT beside the answer's LLM and TTS can take longer
+    than the default ``transcribe_timeout_s``, which would make it an (unheard) interruption."""
+    vad = VadSettings(backchannel=BackchannelSettings(transcribe_timeout_s=120.0))
+    return await edge_factory([region_factory("edge-test", max_concurrent=2, max_queue=4)], vad=vad)
 
 
 async def _talk_over(
@@ -60,8 +72,9 @@ def _types(events: list[Any]) -> list[str]:
 
 
 async def test_yeah_over_the_answer_does_not_stop_it(
-    edge: RunningEdge, say: Callable[[str], FloatAudio]
+    patient_edge: RunningEdge, say: Callable[[str], FloatAudio]
 ) -> None:
+    edge = patient_edge
     events, sid = await _talk_over(edge, say(QUESTION), say("Yeah."), responses=1)
     done = events[-1]
     assert done.response.status == "completed", done.response.status_details
@@ -78,8 +91,9 @@ async def test_yeah_over_the_answer_does_not_stop_it(
 
 
 async def test_a_real_interruption_stops_the_answer_and_is_answered(
-    edge: RunningEdge, say: Callable[[str], FloatAudio]
+    patient_edge: RunningEdge, say: Callable[[str], FloatAudio]
 ) -> None:
+    edge = patient_edge
     events, sid = await _talk_over(edge, say(QUESTION), say("Wait, tell me about Rome instead."), responses=2)
     dones = [e for e in events if e.type == "response.done"]
     first, second = dones
