@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -126,17 +127,29 @@ class BackchannelGate:
         if held.interrupting is not None:  # went on past the bound: already a barge-in
             await held.interrupting
         else:
+            asked = time.perf_counter()
             words = await self._words(audio)
-            if words is not None and is_backchannel(words, self._settings.words):
-                SPEECH_OVER_ANSWERS.labels("backchannel").inc()
+            backchannel = words is not None and is_backchannel(words, self._settings.words)
+            outcome = "backchannel" if backchannel else "unheard" if words is None else "words"
+            log.info(
+                "session %s: speech over the answer: %s %r (heard in %.2f s)",
+                self._state.id, outcome, words, time.perf_counter() - asked,
+            )  # fmt: skip
+            SPEECH_OVER_ANSWERS.labels(outcome).inc()
+            if backchannel:
                 held.response.player.resume()
                 return True
-            SPEECH_OVER_ANSWERS.labels("unheard" if words is None else "words").inc()
             self._transcript = words
             await self._interrupt(held)
         if held.response is self._responses.response:
             await self._responses.finished()  # the cancelled answer's end, before this turn's answer
         return False
+
+    def abandon(self) -> None:
+        held, self._held = self._held, None
+        self._audio.on_heard = None
+        if held is not None and held.interrupting is None:
+            held.response.player.resume()
 
     async def committed(self, item_id: str, audio: TurnAudio) -> None:
         transcript, self._transcript = self._transcript, None

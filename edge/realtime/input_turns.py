@@ -58,6 +58,9 @@ class SpeechGate(Protocol):
     async def committed(self, item_id: str, audio: TurnAudio) -> None:
         """The speech last released became ``item_id``."""
 
+    def abandon(self) -> None:
+        """Turn detection went off while speech was held: no end will be heard, the answer goes on."""
+
 
 async def _as_is(work: Awaitable[None]) -> None:
     """Speech events run as they are (a session wraps them: failures become ``error`` events)."""
@@ -110,6 +113,9 @@ class InputTurns:
             self.audio.audio_format = FORMATS[audio_format]
         if detection is None:
             self.audio.detector = None
+            if self._held and self.gate is not None:
+                self._held = False
+                self.gate.abandon()
         elif self.audio.detector is None:
             self.audio.detector = TurnDetector(detection, pause_ms=self._pause_ms)
         else:

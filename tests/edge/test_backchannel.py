@@ -14,7 +14,16 @@ import asyncio
 import base64
 
 from edge.shared.settings import BackchannelSettings, EdgeSettings, VadSettings
-from edge.testing import Hold, ScriptedRouter, SessionHarness, clause, heard, memory_services, silence, tone
+from edge.testing import (
+    Hold,
+    ScriptedRouter,
+    SessionHarness,
+    clause,
+    heard,
+    memory_services,
+    silence,
+    tone,
+)
 from router.api import Routed, RoutedEvent
 from wire.turn import Message, TextDelta, TurnDone
 
@@ -160,3 +169,25 @@ async def test_the_session_turns_it_off_and_bad_values_are_refused() -> None:
         error = edge.of_type("error")[-1]["error"]
         assert error["param"] == "session.audio.input.turn_detection.voicemesh_backchannel"
         assert edge.state.turn_detection is not None and not edge.state.turn_detection.voicemesh_backchannel
+
+
+async def test_turn_detection_turned_off_while_held_lets_the_answer_go_on() -> None:
+    rest = Hold()
+    async with SessionHarness(memory_services(ScriptedRouter(_answer(rest)))) as edge:
+        await edge.say("Tell me a story")
+        await edge.send({"type": "response.create"})
+        await edge.wait_for("response.output_audio.delta", 2)
+        response = edge.session.responses.response
+        assert response is not None
+        await edge.append_audio(tone(0.4))
+        assert response.player.paused
+        await edge.send(
+            {
+                "type": "session.update",
+                "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}},
+            }
+        )
+        assert not response.player.paused  # no end of that speech will come: the answer goes on
+        rest.release()
+        await edge.wait_for("response.done")
+        assert edge.of_type("response.done")[0]["response"]["status"] == "completed"
