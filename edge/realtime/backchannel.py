@@ -164,6 +164,9 @@ class BackchannelGate:
         except (TimeoutError, VoicemeshError) as exc:
             log.info("session %s: speech over the answer unheard: %s", self._state.id, exc)
             return None
+        except Exception:  # a bug must not leave the answer paused: taken as an interruption
+            log.exception("session %s: transcribing speech over the answer failed", self._state.id)
+            return None
         if result.transcript is not None:
             return result.transcript.text
         if result.degraded is not None and result.degraded.transcript:
