@@ -48,24 +48,31 @@ async def _talk_over(
     delta_times: list[float] = []
     async with client(edge.url, edge.api_key).realtime.connect(model="voicemesh") as conn:
         sid = session_id(await conn.recv())
-        await conn.session.update(session={"type": "realtime", "instructions": STORY})
+        # (a few sentences: long enough to talk over, short enough for a busy 2-core machine)
+        await conn.session.update(
+            session={"type": "realtime", "instructions": STORY, "max_output_tokens": 80}
+        )
         await stream_audio(conn, np.concatenate([question, silence, silence]), pace=1.5)
         talker: asyncio.Task[None] | None = None
         first_clause, audio_s = "", 0.0
-        async with asyncio.timeout(180):
-            async for event in conn:
-                events.append(event)
-                if event.type == "response.output_audio.delta":
-                    delta_times.append(time.monotonic())
-                if event.type == "response.output_audio_transcript.delta" and not first_clause:
-                    first_clause = event.delta
-                if event.type == "response.output_audio.delta" and talker is None:
-                    audio_s += len(base64.b64decode(event.delta)) / OUT_BYTES_PER_S
-                    if first_clause and audio_s >= len(first_clause) / SLOW_CHARS_PER_S:
-                        talker = asyncio.create_task(stream_audio(conn, np.concatenate([over, silence])))
-                done += event.type == "response.done"
-                if done == responses:
-                    break
+        try:
+            async with asyncio.timeout(300):
+                async for event in conn:
+                    events.append(event)
+                    if event.type == "response.output_audio.delta":
+                        delta_times.append(time.monotonic())
+                    if event.type == "response.output_audio_transcript.delta" and not first_clause:
+                        first_clause = event.delta
+                    if event.type == "response.output_audio.delta" and talker is None:
+                        audio_s += len(base64.b64decode(event.delta)) / OUT_BYTES_PER_S
+                        if first_clause and audio_s >= len(first_clause) / SLOW_CHARS_PER_S:
+                            talker = asyncio.create_task(stream_audio(conn, np.concatenate([over, silence])))
+                    done += event.type == "response.done"
+                    if done == responses:
+                        break
+        except TimeoutError:
+            tail = [e.type for e in events if e.type != "response.output_audio.delta"][-12:]
+            raise AssertionError(f"no end after 300 s; last events: {tail}") from None
         assert talker is not None
         await talker
     gaps = np.diff(delta_times) if len(delta_times) > 1 else np.zeros(1)
