@@ -117,6 +117,9 @@ class InputAudio:
         buffer is not trimmed meanwhile: a stopped turn's speech is taken first)."""
         self.on_events: Callable[[], None] = lambda: None
         """Called when ``events`` gets one, or the VAD fails (``vad_error``)."""
+        self.on_heard: Callable[[int], None] | None = None
+        """While set, called after each chunk the VAD heard during speech with where it has heard up
+        to (ms): a bound on speech held over an answer (``edge/realtime/backchannel.py``)."""
         self.vad_error: Exception | None = None
         self.closed = False
         """The session ended: answers still coming from the VAD are dropped."""
@@ -187,6 +190,8 @@ class InputAudio:
         if ev is not None:
             self.events.append(ev)
             self.on_events()
+        elif self.on_heard is not None and self.detector.speaking:
+            self.on_heard(self._vad_pos // MS)
         if not self.detector.speaking and not self.events:  # (a stopped turn's speech is taken first)
             self._trim(self._vad_pos - self.detector.config.prefix_padding_ms * MS)
         elif len(self._buf) > self._max_samples:

@@ -15,7 +15,7 @@ import base64
 import binascii
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from edge.audio.audio_formats import FORMATS, PCM
 from edge.audio.input_audio import InputAudio
@@ -41,6 +41,25 @@ TAIL_MS = 160
 chunk, and Whisper hears a final word better with a little quiet after it (Pipecat's segments
 end with theirs). No more than the shortest pause the edge acts on, so a turn started at a pause
 has the same audio as the turn then called (``edge/realtime/speculation.py``)."""
+
+
+class SpeechGate(Protocol):
+    """Holds speech that starts over an answer until it is known to be a turn
+    (``edge/realtime/backchannel.py``)."""
+
+    def hold(self, started: str, audio_start_ms: int) -> bool:
+        """Speech started (``started``: its ``speech_started`` event): ``True`` when held, the gate
+        then sends the event (and makes the barge-in) if it turns out to be an interruption."""
+
+    async def release(self, audio: TurnAudio) -> bool:
+        """Held speech stopped, with its ``audio``: ``True`` to drop it (nothing is sent), ``False`` to
+        go on with the turn (its ``speech_started`` was sent)."""
+
+    async def committed(self, item_id: str, audio: TurnAudio) -> None:
+        """The speech last released became ``item_id``."""
+
+    def abandon(self) -> None:
+        """Turn detection went off while speech was held: no end will be heard, the answer goes on."""
 
 
 async def _as_is(work: Awaitable[None]) -> None:
@@ -79,6 +98,10 @@ class InputTurns:
         self._on_resume = on_resume
         self._speech_item: str | None = None
         self._speech_start_ms = 0
+        self.gate: SpeechGate | None = None
+        """Speech over an answer waits here before it is a turn (``None``: a barge-in at once)."""
+        self._held = False
+        """The speech in progress is the gate's."""
         self.stopped_at: float | None = None
         """When server VAD last called the end of speech (perf_counter): a response's stages start
         there (``edge/responses/stages.py``)."""
@@ -90,6 +113,9 @@ class InputTurns:
             self.audio.audio_format = FORMATS[audio_format]
         if detection is None:
             self.audio.detector = None
+            if self._held and self.gate is not None:
+                self._held = False
+                self.gate.abandon()
         elif self.audio.detector is None:
             self.audio.detector = TurnDetector(detection, pause_ms=self._pause_ms)
         else:
@@ -175,24 +201,31 @@ class InputTurns:
 
     async def _speech_started(self, ev: SpeechStarted) -> None:
         self._speech_item = new_id("item")
-        await self._send(
-            server_event(
-                "input_audio_buffer.speech_started",
-                audio_start_ms=ev.audio_start_ms,
-                item_id=self._speech_item,
-            )
+        started = server_event(
+            "input_audio_buffer.speech_started", audio_start_ms=ev.audio_start_ms, item_id=self._speech_item
         )
         self._speech_start_ms = ev.audio_start_ms
+        self._held = self.gate is not None and self.gate.hold(started, ev.audio_start_ms)
+        if self._held:
+            return  # over an answer: sent (and the barge-in made) once it is an interruption
+        await self._send(started)
         self._on_speech_started()
 
     async def _speech_stopped(self, ev: SpeechStopped) -> None:
         self.stopped_at = time.perf_counter()
+        audio = self.audio.take(self._speech_start_ms, self._tail(ev.audio_end_ms))
+        held, self._held = self._held, False
+        if held and self.gate is not None and await self.gate.release(audio):
+            self._speech_item = None  # a backchannel: the answer goes on, nothing was sent for it
+            return
         item_id = self._speech_item or new_id("item")
         self._speech_item = None
         await self._send(
             server_event("input_audio_buffer.speech_stopped", audio_end_ms=ev.audio_end_ms, item_id=item_id)
         )
-        await self._commit(item_id, self.audio.take(self._speech_start_ms, self._tail(ev.audio_end_ms)))
+        await self._commit(item_id, audio)
+        if held and self.gate is not None:
+            await self.gate.committed(item_id, audio)
         await self._on_turn_end()
 
     def _tail(self, audio_end_ms: int) -> int:

@@ -18,6 +18,7 @@ from openai.types.realtime.realtime_session_create_request import RealtimeSessio
 from openai.types.realtime.session_update_event import Session
 
 from edge.audio.audio_formats import FORMATS
+from edge.realtime.backchannel_rules import backchannel_flag
 from edge.responses.response_tools import check_tool_choice, check_tools, tool_choice_object, tools_object
 from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
@@ -55,6 +56,7 @@ def initial_state(
             threshold=vad.threshold,
             prefix_padding_ms=vad.prefix_padding_ms,
             silence_duration_ms=vad.silence_duration_ms,
+            voicemesh_backchannel=vad.backchannel.enabled,
         ),
         created_at=time.time(),
     )
@@ -223,6 +225,7 @@ def turn_detection(
         threshold=defaults.threshold,
         prefix_padding_ms=defaults.prefix_padding_ms,
         silence_duration_ms=defaults.silence_duration_ms,
+        voicemesh_backchannel=defaults.backchannel.enabled,
     )
     vad = td if isinstance(td, ServerVad) else None  # semantic_vad: served by the same Silero VAD
     if vad is not None:
@@ -233,4 +236,5 @@ def turn_detection(
         silence_duration_ms=_given(vad.silence_duration_ms if vad else None, base.silence_duration_ms),
         create_response=_given(td.create_response, base.create_response),
         interrupt_response=_given(td.interrupt_response, base.interrupt_response),
+        voicemesh_backchannel=_given(backchannel_flag(td), base.voicemesh_backchannel),
     )

@@ -36,7 +36,7 @@ from edge.shared.tracing import traced_turn
 from edge.tenancy.accounting import Accounting
 from edge.tenancy.audit import TurnTrail
 from edge.tenancy.session_tenancy import routing_of
-from edge.turns.transcribe_turn import book_transcription, run_transcription
+from edge.turns.transcribe_turn import TranscriptionResult, book_transcription, run_transcription
 from router.api import TurnRouter
 from wire.errors import VoicemeshError
 from wire.tasks import cancel_and_wait
@@ -136,6 +136,10 @@ class InputTranscription:
         if self._running is not None and self._running[0] == item_id:
             self._running[1].cancel()  # closes the router stream: the region stops its STT
 
+    async def words(self, pcm16k: bytes) -> TranscriptionResult:
+        """What ``pcm16k`` says, for the edge itself (no item, no events): ``transcribe_once``."""
+        return await transcribe_once(self._router, self._accounting, self._state, pcm16k)
+
     async def close(self) -> None:
         if self._worker is not None:
             await cancel_and_wait(self._worker)
@@ -165,27 +169,7 @@ class InputTranscription:
 
     async def _transcribe(self, item_id: str, pcm: bytes) -> None:
         """One transcribe-only turn, read to its end (so the router counts it as served)."""
-        state = self._state
-        start = TurnStart(
-            turn_id=new_id("turn"), transcribe_only=True, output_audio=False, priority=state.priority
-        )
-        trail = TurnTrail()
-        status = "failed"
-        try:
-            _, events = traced_turn(
-                "transcription", start, lambda: self._router.run_turn(routing_of(state), start, pcm)
-            )
-            result = await run_transcription(events, trail)
-            if result.transcript is not None or result.degraded is not None:
-                status = "completed"
-        except asyncio.CancelledError:  # a response took the audio, or the session closed
-            status = "cancelled"
-            raise
-        finally:
-            await book_transcription(
-                self._accounting, trail, key_id=state.key_id, session_id=state.id,
-                turn_id=start.turn_id, residency=state.residency, status=status, audio_in_bytes=len(pcm),
-            )  # fmt: skip
+        result = await transcribe_once(self._router, self._accounting, self._state, pcm)
         if result.transcript is not None:
             await self.heard(item_id, result.transcript.text, len(pcm))
         elif result.degraded is not None and result.degraded.transcript:
@@ -198,6 +182,34 @@ class InputTranscription:
             await self.failed(
                 item_id, "transcription_failed", "the region ended the turn without a transcript"
             )
+
+
+async def transcribe_once(
+    router: TurnRouter, accounting: Accounting, state: SessionState, pcm: bytes
+) -> TranscriptionResult:
+    """16 kHz ``pcm`` through one transcribe-only turn (``TurnStart.transcribe_only``: STT alone on a
+    region, routed in the session's residency with its key's priority), read to its end so the router
+    counts it as served, and booked like any turn."""
+    start = TurnStart(
+        turn_id=new_id("turn"), transcribe_only=True, output_audio=False, priority=state.priority
+    )
+    trail = TurnTrail()
+    status = "failed"
+    try:
+        routing = routing_of(state)
+        _, events = traced_turn("transcription", start, lambda: router.run_turn(routing, start, pcm))
+        result = await run_transcription(events, trail)
+        if result.transcript is not None or result.degraded is not None:
+            status = "completed"
+    except asyncio.CancelledError:  # the audio was taken by a response, or the session closed
+        status = "cancelled"
+        raise
+    finally:
+        await book_transcription(
+            accounting, trail, key_id=state.key_id, session_id=state.id, turn_id=start.turn_id,
+            residency=state.residency, status=status, audio_in_bytes=len(pcm),
+        )  # fmt: skip
+    return result
 
 
 def _unavailable(reason: str) -> tuple[str, str]:

@@ -1,5 +1,6 @@
 """What a session does as its server VAD hears the user (``edge/realtime/input_turns.py`` calls
-them): speech starts, a barge-in stops the answer playing; a pause that may end the turn starts its
+them): speech starts, a barge-in stops the answer playing (unless it was only a backchannel:
+``edge/realtime/backchannel.py``); a pause that may end the turn starts its
 answer early (``edge/realtime/speculation.py``); the turn ends, its answer starts (or, without
 ``create_response``, its audio is transcribed). The speech events run on their own task: a failure
 is answered as a client event's is, with an ``error`` event.
@@ -12,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from edge.audio.turn_audio import TurnAudio
+from edge.realtime.backchannel import BackchannelGate
 from edge.realtime.conversation import Conversation
 from edge.realtime.input_turns import InputTurns
 from edge.realtime.response_lifecycle import ResponseLifecycle
@@ -60,6 +62,10 @@ class VadTurns:
             pause_ms=settings.vad.speculate_after_ms,
             audio_format=state.input_audio_format,
         )
+        self.input.gate = BackchannelGate(
+            state, settings.vad.backchannel, send, responses, self.input.audio, barge_in=self._speech_started,
+            transcribe=transcription.words, heard=transcription.heard, run_events=self._speech_events,
+        )  # fmt: skip
 
     async def _speech_events(self, work: Awaitable[None]) -> None:
         """The speech events the VAD's answers bring (``InputTurns``), on their own task: failures

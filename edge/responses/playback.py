@@ -47,6 +47,23 @@ class Player:
     """The client's output format: pacing counts the 24 kHz audio, the deltas carry this format."""
     heard: Heard = field(default_factory=Heard)
     _queue: asyncio.Queue[Clause | Cue | None] = field(default_factory=asyncio.Queue)
+    _going: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self._going.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._going.is_set()
+
+    def pause(self) -> None:
+        """Send nothing more until ``resume`` (speech over the answer: ``edge/realtime/backchannel.py``);
+        the client plays out what it holds, at most ``lead_s``."""
+        self._going.clear()
+
+    def resume(self) -> None:
+        """Go on from where ``pause`` stopped, paced afresh (the client's buffer ran dry meanwhile)."""
+        self._going.set()
 
     def put(self, clause: Clause | Cue | None) -> None:
         """Queue a clause (or a cue); ``None`` ends playback once everything before it was sent."""
@@ -58,6 +75,7 @@ class Player:
         free_at = 0.0
         encoder = OutputEncoder(self.audio_format, frame_s=AUDIO_CHUNK_BYTES / BYTES_PER_S)
         while (clause := await self._queue.get()) is not None:
+            await self._going.wait()
             if not isinstance(clause, Clause):
                 await clause()
                 continue
@@ -65,6 +83,10 @@ class Player:
             if sent_s == 0.0 or now - played_from > sent_s:  # the client's buffer ran dry
                 played_from, sent_s = now, 0.0
             for off in range(0, len(clause.pcm), AUDIO_CHUNK_BYTES):
+                if self.paused:
+                    await self._going.wait()
+                    if (now := time.monotonic()) - played_from > sent_s:  # ran dry while paused
+                        played_from, sent_s = now, 0.0
                 ahead = sent_s - (time.monotonic() - played_from) - self.lead_s
                 if ahead > 0:
                     await asyncio.sleep(ahead)

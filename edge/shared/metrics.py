@@ -38,6 +38,13 @@ SPECULATIVE_TURNS = Counter(
     " was called on them, `dropped` when speech came back or the turn changed",
     ["outcome"],
 )
+SPEECH_OVER_ANSWERS = Counter(
+    "voicemesh_edge_speech_over_answers_total",
+    "Speech that started while an answer played and was held (edge/realtime/backchannel.py):"
+    " `backchannel` (the answer resumed), `long` or `words` (a barge-in), `unheard` (no transcript"
+    " in time: a barge-in)",
+    ["outcome"],
+)
 KEY_TURNS = Counter(
     "voicemesh_edge_key_turns_total",
     "Turns finished per key id, by outcome (completed, degraded, failed, cancelled): edge/tenancy/usage.py",

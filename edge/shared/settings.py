@@ -11,6 +11,31 @@ from dataclasses import dataclass, field
 from edge.shared.egress import ALLOW_ENV, EgressPolicy, Network, parse_networks
 from edge.shared.voices import CPU_VOICES, VoiceTable
 
+BACKCHANNEL_WORDS = (
+    "mm", "mmm", "hm", "hmm", "mhm", "mhmm", "mmhm", "mmhmm", "mm-hm", "mm-hmm", "uh-huh", "uh", "huh",
+    "ah", "oh", "yeah", "yes", "yep", "yup", "right", "okay", "ok", "sure", "alright", "i", "see", "got",
+    "it", "cool", "exactly", "true", "wow", "nice", "great", "indeed", "totally", "agreed",
+)  # fmt: skip
+"""What a caller says over an answer without asking it to stop, as Whisper writes it (each word
+lowercased, the punctuation around it dropped; "i see", "got it" are two of them)."""
+
+
+@dataclass(frozen=True)
+class BackchannelSettings:
+    """Speech over an answer that may be a backchannel ("mm-hm", "yeah"): the answer's audio pauses
+    at once and resumes if it was one (``edge/realtime/backchannel.py``, docs/architecture.md
+    "Barge-in"). A session turns it on or off with ``turn_detection.voicemesh_backchannel``."""
+
+    enabled: bool = True
+    """New sessions' default; off, speech over an answer is a barge-in at once (as OpenAI's)."""
+    max_ms: int = 1000
+    """Speech still going this long after it started is an interruption without waiting for its
+    words (LiveKit's ``min_interruption_duration`` is 0.5 s; a backchannel rarely lasts 1 s)."""
+    words: tuple[str, ...] = BACKCHANNEL_WORDS
+    transcribe_timeout_s: float = 3.0
+    """Longest wait for a short speech's words (a region's transcribe-only turn); past it, or when no
+    region could transcribe it, it is taken as an interruption (what it was before this feature)."""
+
 
 @dataclass(frozen=True)
 class VadSettings:
@@ -23,6 +48,7 @@ class VadSettings:
     """At a pause this long in the speech (shorter than a session's ``silence_duration_ms``), its
     answer starts unseen, and is shown only if the turn ends there (``edge/realtime/speculation.py``): the
     region works through the rest of the silence window. 0: off."""
+    backchannel: BackchannelSettings = field(default_factory=BackchannelSettings)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ class TurnDetection(msgspec.Struct, kw_only=True):
     silence_duration_ms: int
     create_response: bool = True
     interrupt_response: bool = True
+    voicemesh_backchannel: bool = True
+    """Speech over an answer pauses it and, if only a backchannel ("mm-hm"), resumes it
+    (``edge/realtime/backchannel.py``); off: a barge-in at once. The edge's default is
+    ``BackchannelSettings.enabled``."""
 
 
 class InputTranscription(msgspec.Struct, kw_only=True):

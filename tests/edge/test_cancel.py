@@ -66,6 +66,9 @@ async def test_response_cancel_keeps_only_heard_clauses() -> None:
 async def test_barge_in_cancels_and_the_new_turn_follows() -> None:
     router = ScriptedRouter(_interruptible(), spoken_reply("Sure."))
     async with SessionHarness(memory_services(router)) as edge:
+        # Speech over the answer is a barge-in at once (no waiting to tell a backchannel:
+        # tests/edge/test_backchannel.py).
+        await edge.turn_detection(type="server_vad", voicemesh_backchannel=False)
         await edge.say("Tell me a story")
         await edge.send({"type": "response.create"})
         await edge.wait_for("response.output_audio.delta", 2)

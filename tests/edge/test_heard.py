@@ -37,6 +37,7 @@ async def test_after_a_barge_in_the_transcript_sent_is_the_history_text() -> Non
     ]
     router = ScriptedRouter(script, spoken_reply("Sure."))
     async with SessionHarness(memory_services(router)) as edge:
+        await edge.turn_detection(type="server_vad", voicemesh_backchannel=False)  # a barge-in at once
         await edge.say("Tell me a story")
         await edge.send({"type": "response.create"})
         await edge.wait_for("response.output_audio.delta", 2)  # "One." whole, "Two" begun

@@ -232,6 +232,7 @@ async def test_barge_in_then_truncate_as_pipecat_does() -> None:
         [Transcript(turn_id="t", text="stop"), *spoken_reply("Ok.")],
     )
     async with SessionHarness(memory_services(router)) as edge:
+        await edge.turn_detection(type="server_vad", voicemesh_backchannel=False)  # cancelled at speech start
         await edge.append_audio(silence(0.3) + tone(0.6) + silence(0.8))
         await edge.wait_for("response.output_audio.delta")
         item_id = assistant_item(edge)

@@ -26,7 +26,7 @@ async def test_session_created_then_updated_with_what_was_asked() -> None:
         td = created["session"]["audio"]["input"]["turn_detection"]
         assert td == {
             "type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500,
-            "create_response": True, "interrupt_response": True,
+            "create_response": True, "interrupt_response": True, "voicemesh_backchannel": True,
         }  # fmt: skip
         await edge.send(
             update(

@@ -28,7 +28,7 @@ from edge.app.services import EdgeServices
 from edge.app.twilio import messages
 from edge.app.twilio.media_stream import PATH
 from edge.realtime.session import RealtimeSession
-from edge.shared.settings import EdgeSettings, TwilioSettings
+from edge.shared.settings import BackchannelSettings, EdgeSettings, TwilioSettings, VadSettings
 from edge.tenancy.auth import key_id
 from edge.testing import ScriptedRouter, ScriptStep, clause, memory_services, spoken_reply
 from edge.testing.audio import silence, tone
@@ -63,11 +63,12 @@ def _long_reply(clauses: int = 8, seconds: float = 0.5) -> list[ScriptStep]:
 
 @asynccontextmanager
 async def _edge(
-    router: ScriptedRouter | None = None, *, twilio: TwilioSettings | None = None
+    router: ScriptedRouter | None = None, *, twilio: TwilioSettings | None = None, backchannel: bool = True
 ) -> AsyncIterator[tuple[str, EdgeServices]]:
     settings = EdgeSettings(
         api_keys=(KEY,), port=free_port(), jwt_secret=JWT_SECRET,
         twilio=twilio or TwilioSettings(auth_token=TOKEN, api_key=KEY, public_url=None),
+        vad=VadSettings(backchannel=BackchannelSettings(enabled=backchannel)),
     )  # fmt: skip
     services = memory_services(
         router or ScriptedRouter(spoken_reply("Hello there. How are you?")), settings=settings
@@ -117,7 +118,9 @@ async def test_call_is_answered_in_mulaw_with_its_stream_sid() -> None:
 
 async def test_talking_over_the_answer_clears_twilio_and_keeps_what_was_heard() -> None:
     router = ScriptedRouter(_long_reply())
-    async with _edge(router) as (url, services):
+    # A barge-in at once (the edge's setting off): speech over the answer is not first held to
+    # tell a backchannel, during which Twilio would play out what it holds.
+    async with _edge(router, backchannel=False) as (url, services):
         async with place_call(url, TOKEN) as call:
             await call.send_mulaw(_speech(), pace=0)
             await call.wait_until(lambda: len(call.received.echoed) >= 2)  # two clauses played

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from edge.audio.silero import RUNTIMES
-from edge.shared.settings import ContentLimits, EdgeSettings, LimitSettings, VadSettings
+from edge.shared.settings import BackchannelSettings, ContentLimits, EdgeSettings, LimitSettings, VadSettings
 from voicemesh.cli.common import bench, cli, console, fail, profile_option, progress, run_until_signal
 
 
@@ -54,10 +54,14 @@ def edge_settings(
     vad_model: str | None = None, store_url: str | None = None, admin_keys: tuple[str, ...] = (),
     vad_runtime: str = "openvino",
 ) -> EdgeSettings:  # fmt: skip
-    from voicemesh.profiles import load_profile, speculate_after_ms
+    from voicemesh.profiles import backchannel_ms, load_profile, speculate_after_ms
 
     p = load_profile(profile)
-    vad = VadSettings(speculate_after_ms=speculate_after_ms(VadSettings.speculate_after_ms))
+    bound = backchannel_ms(BackchannelSettings.max_ms)
+    backchannel = BackchannelSettings(enabled=bound > 0, max_ms=bound or BackchannelSettings.max_ms)
+    vad = VadSettings(
+        speculate_after_ms=speculate_after_ms(VadSettings.speculate_after_ms), backchannel=backchannel
+    )
     return EdgeSettings(
         host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
         jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,

@@ -127,3 +127,14 @@ SPECULATE_ENV = "VOICEMESH_SPECULATE_MS"
 
 def speculate_after_ms(default: int) -> int:
     return _env_int(SPECULATE_ENV, default, 0, 10_000)
+
+
+BACKCHANNEL_ENV = "VOICEMESH_BACKCHANNEL_MS"
+"""Speech over an answer pauses it, and a backchannel ("mm-hm", "yeah") this short or shorter
+resumes it (``edge/realtime/backchannel.py``); longer speech, or other words, is a barge-in. 0: off
+(a barge-in at once) unless a session turns it on. The edge's default
+(``BackchannelSettings.max_ms``) otherwise."""
+
+
+def backchannel_ms(default: int) -> int:
+    return _env_int(BACKCHANNEL_ENV, default, 0, 10_000)

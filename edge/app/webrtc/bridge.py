@@ -87,8 +87,10 @@ class EventBridge:
             return
         response_id, self._started = self._started, None
         self._dropped = response_id
-        if self.track.clear():
-            self._emit(server_event("output_audio_buffer.cleared", response_id=response_id))
+        self.track.clear()
+        # Said even when the track had nothing left (it played out while the edge held the speech to
+        # tell a backchannel, ``edge/realtime/backchannel.py``): a started buffer ends stopped or cleared.
+        self._emit(server_event("output_audio_buffer.cleared", response_id=response_id))
 
     def _drained(self, response_id: str) -> None:
         if self._started == response_id:
