@@ -122,12 +122,14 @@ class ChaosRun:
     plan: list[PlannedFault]
     outcomes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.outcomes = self.outcomes or ["planned"] * len(self.plan)
+
 
 async def run_chaos(ctx: DrillContext, run: ChaosRun) -> None:
     """Play ``run.plan`` against the deployment, then tell the callers to hang up (``stopping``)."""
     slots = asyncio.Semaphore(run.config.max_overlap)
     tiers = {k.tier: asyncio.Lock() for k in CHAOS_KINDS.values()}
-    run.outcomes = ["planned"] * len(run.plan)
     tasks = [
         asyncio.create_task(_one(ctx, run, i, slots, tiers[CHAOS_KINDS[p.kind].tier]))
         for i, p in enumerate(run.plan)
