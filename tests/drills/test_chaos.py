@@ -108,7 +108,8 @@ async def test_run_chaos_holds_the_rules_at_run_time(monkeypatch: pytest.MonkeyP
     )  # a tier's third fault starts after 2 x 0.5 s > the window: skipped, noted
     assert any("skipped: the window ended first" in n for n in ctx.notes)
     assert all(f.kind.endswith(": fake") and f.until is not None for f in ctx.faults)
-    assert [h for _, h in seen] == [p.hold_s for p, o in zip(run.plan, run.outcomes) if o == "started"]
+    started = [(p.kind, p.hold_s) for p, o in zip(run.plan, run.outcomes, strict=True) if o == "started"]
+    assert sorted(seen) == sorted(started)  # each with its own planned hold
 
 
 def _turn(caller: int, turn: int, speech_end: float, first_audio: float | None, **kw: object) -> TurnRecord:
@@ -141,8 +142,9 @@ def test_chaos_report_has_the_seed_the_schedule_and_the_counts(tmp_path: Path) -
     assert scenario.report_extra is not None and scenario.verdicts is not None
     records = [_turn(0, 1, 10.0, 11.0), _turn(0, 2, 30.0, 31.0, status="barged_in")]
     result = DrillResult(
-        "chaos", scenario.summary, "2026-11-28T12:00:00+00:00", 130.0, 2, {"turns": 22, **scenario.report_extra()},
-        ["eu-west", "us-east"], records, [], scenario.verdicts(records, Slo()),
+        "chaos", scenario.summary, "2026-11-28T12:00:00+00:00", 130.0, 2,
+        {"turns": 22, **scenario.report_extra()}, ["eu-west", "us-east"], records, [],
+        scenario.verdicts(records, Slo()),
     )  # fmt: skip
     files = write_report(result, tmp_path / "r")
     data = json.loads(files["json"].read_text())
