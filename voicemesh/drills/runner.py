@@ -192,6 +192,8 @@ async def _drill(
         except asyncio.CancelledError:  # Ctrl-C: everything is undone and a partial report written
             ctx.notes.append(f"interrupted at {state.clock.now():.0f} s: a partial report")
             interrupted = True
+            if (me := asyncio.current_task()) is not None:
+                me.uncancel()  # handled: the teardown and the report go on (asyncio.run returns them)
         if interrupted:
             fault_task.cancel()
             await asyncio.gather(fault_task, return_exceptions=True)
