@@ -14,7 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+import voicemesh.cli.drill  # noqa: F401  (registers `voicemesh drill`)
+from voicemesh.cli.common import cli
 from voicemesh.drills import chaos
 from voicemesh.drills.caller_state import CallerState
 from voicemesh.drills.chaos import (
@@ -159,3 +162,10 @@ def test_chaos_report_has_the_seed_the_schedule_and_the_counts(tmp_path: Path) -
     assert "| turns total / completed / barged in / lost | 2 / 1 / 1 / 0 |" in md
     assert "| 0 | 2 | en-us |" in md and "barged in |" in md
     assert read_report(files["json"]).settings["chaos"]["seed"] == 11
+
+
+@pytest.mark.parametrize("args", [["--minutes", "0"], ["--max-faults", "0"]])
+def test_cli_refuses_an_empty_chaos_run(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["drill", "chaos", *args])
+    assert result.exit_code == 1
+    assert "--minutes must be > 0 and --max-faults >= 1" in result.output
