@@ -50,7 +50,9 @@ async def test_chaos_drill_loses_nothing(drill_deployment: Deployment, tmp_path:
         report=print,
         max_duration_s=CONFIG.window_s + 300,
     )
-    files = write_report(result, tmp_path / "report", command="voicemesh drill chaos --minutes 1.5 --seed 9 --max-faults 3")
+    files = write_report(
+        result, tmp_path / "report", command="voicemesh drill chaos --minutes 1.5 --seed 9 --max-faults 3"
+    )
     data = json.loads(files["json"].read_text())
     print(files["md"].read_text())
 
