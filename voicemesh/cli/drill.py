@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shlex
 import sys
 from collections.abc import Callable, Coroutine
@@ -23,12 +24,14 @@ from voicemesh import paths
 from voicemesh.cli.common import cli, console, die_on_voicemesh_error, fail, progress
 from voicemesh.cli.environments import infra_up, region_keys_path, registry_path
 from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
+from voicemesh.drills.chaos import ChaosConfig
+from voicemesh.drills.chaos_scenario import chaos_scenario, chaos_turns
 from voicemesh.drills.console import LiveProgress, load_table, summary_table
 from voicemesh.drills.deployment import Deployment, Report, run_command, voicemesh_bin
 from voicemesh.drills.drill_context import FaultParams
 from voicemesh.drills.report import write_load_report, write_report
 from voicemesh.drills.runner import DrillResult, run_drill, run_load
-from voicemesh.drills.scenarios import SCENARIOS
+from voicemesh.drills.scenarios import SCENARIOS, Scenario
 from voicemesh.drills.slo import Slo, missed
 from wire.errors import VoicemeshError
 from wire.region_auth import ClientAuth
@@ -104,7 +107,7 @@ def _with_edge_options(f: F) -> F:
 
 
 @cli.command("drill")
-@click.argument("scenario", type=click.Choice(sorted(SCENARIOS)))
+@click.argument("scenario", type=click.Choice(sorted([*SCENARIOS, "chaos"])))
 @click.option(
     "--callers", default=2, show_default=True, help="Concurrent callers (region-saturated: derived)."
 )
@@ -126,6 +129,9 @@ def _with_edge_options(f: F) -> F:
 @click.option("--max-fault-p95-ttfa", default=8.0, show_default=True, help="SLO: p95 TTFA during the fault.")
 @click.option("--max-degraded", type=int, default=None, help="SLO: edge-voiced turns allowed (default: any).")
 @click.option("--max-duration", default=600.0, show_default=True, help="Hard stop, seconds.")
+@click.option("--minutes", default=5.0, show_default=True, help="chaos: how long faults are drawn for.")
+@click.option("--seed", type=int, default=None, help="chaos: the schedule's seed (default: random).")
+@click.option("--max-faults", default=40, show_default=True, help="chaos: at most this many faults.")
 @_with_edge_options
 def drill(
     scenario: str,
@@ -141,6 +147,9 @@ def drill(
     max_fault_p95_ttfa: float,
     max_degraded: int | None,
     max_duration: float,
+    minutes: float,
+    seed: int | None,
+    max_faults: int,
     edge_url: str,
     api_key: str | None,
     registry: Path | None,
@@ -162,11 +171,15 @@ def drill(
       edge-crash        SIGKILL the edge serving a caller mid-answer; callers resume on another
       edge-drain        rolling restart (SIGTERM: graceful drain) of every edge; callers resume
       redis-down        the session store's Redis dies mid-answer; then resume is checked again
+      chaos             random faults of every kind for --minutes, overlapping (--seed replays)
     (edge drills start two edges of their own, sharing a throwaway redis-server, behind a balancer)
     """
-    if not 1 <= at_turn <= turns:
+    if scenario == "chaos":
+        spec, turns, max_duration = _chaos(minutes, seed, max_faults, max_duration)
+    elif not 1 <= at_turn <= turns:
         fail(f"--at-turn must be between 1 and --turns ({turns})")
-    spec = SCENARIOS[scenario]
+    else:
+        spec = SCENARIOS[scenario]
     folder = _out_dir(out, scenario)
     result: DrillResult = _run_live(
         scenario,
@@ -196,6 +209,18 @@ def drill(
     if misses:
         fail("missed SLO: " + "; ".join(f"{v.name} ({v.objective}: {v.measured})" for v in misses))
     console.print("[green]all SLOs met[/green]")
+
+
+def _chaos(
+    minutes: float, seed: int | None, max_faults: int, max_duration: float
+) -> tuple[Scenario, int, float]:
+    """The chaos scenario, its callers' turns and its hard stop (the window plus time to wind down)."""
+    if minutes <= 0 or max_faults < 1:
+        fail("--minutes must be > 0 and --max-faults >= 1")
+    config = ChaosConfig(seed=secrets.randbelow(1_000_000) if seed is None else seed, minutes=minutes,
+                         max_faults=max_faults)  # fmt: skip
+    progress(f"chaos: seed {config.seed} (replay with --seed {config.seed})")
+    return chaos_scenario(config), chaos_turns(config), max(max_duration, config.window_s + 300.0)
 
 
 def _speech_dir() -> Path:

@@ -61,6 +61,9 @@ class CallerSettings:
     max_output_tokens: int = 48
     tool_callers: int = 0
     """How many callers (the last ones) call a function every turn."""
+    barge_in_every: int = 0
+    """Callers that call no function speak over every Nth answer as soon as its audio starts (a
+    barge-in: the edge cancels it); the interrupted turn counts as barged in, not lost. 0: never."""
     resume: bool = False
     """Reconnect and resume the session when the edge drops it (edge drills), instead of ending."""
 
@@ -76,6 +79,8 @@ class CallerState:
     calls: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     """A tool caller's turn ``(caller, turn)`` -> the call ids it received, in order."""
     tool_callers: set[int] = field(default_factory=set)
+    stopping: bool = False
+    """Callers finish the turn they are in and hang up (the chaos drill's window is over)."""
     resumes: int = 0
     """Sessions resumed after a drop (``resume`` callers)."""
     items_known: int = 0

@@ -100,6 +100,9 @@ class Caller:
                     # Turns carry the session id (to match the router's failover log): wait for it.
                     await asyncio.wait_for(self._session_known.wait(), 15.0)
                     for turn in list(turns_left):
+                        if self.state.stopping:
+                            turns_left.clear()
+                            break
                         utt = self.utterances[(self.index + turn - 1) % len(self.utterances)]
                         rec = TurnRecord(
                             self.index, turn, self._session_id, utt.text, utt.voice, speech_start=clock.now()
@@ -112,6 +115,8 @@ class Caller:
                             self._unfinished(rec, reader)
                         if reader.done():
                             break
+                        if rec.status == "barged_in":
+                            continue  # the next utterance at once: speech over the answer
                         listen = playback_end(rec.arrivals) - clock.now()
                         await self._silence(conn, min(max(listen, 0.0), self.settings.listen_cap_s) + 0.3)
                 finally:
@@ -158,7 +163,14 @@ class Caller:
         rec.speech_end = self.state.clock.now()
         deadline = time.monotonic() + self.settings.turn_timeout_s
         i = len(chunks)
+        every = self.settings.barge_in_every
+        barge = not self.tools and every > 0 and rec.turn % every == 0
         while not self._turn_done.is_set() and time.monotonic() < deadline and not reader.done():
+            if barge and rec.first_audio is not None:
+                # The caller heard the answer start and talks over it: the edge cancels the answer.
+                rec.status, rec.done = "barged_in", self.state.clock.now()
+                self.state.moments.emit("done", rec)
+                return
             await tick(start, i, CHUNK_S)
             i += 1
             await send_audio(conn, _SILENCE, resuming=self._resume is not None)
@@ -203,6 +215,8 @@ class Caller:
     def _on_event(self, event: dict[str, Any], rec: TurnRecord) -> None:
         now = self.state.clock.now()
         kind = str(event.get("type", ""))
+        if not rec.speech_end and kind.startswith("response.output_audio"):
+            return  # the end of an answer the caller barged into, before this turn's speech ended
         if kind == "response.output_audio.delta":
             seconds = delta_seconds(str(event.get("delta", "")))
             if rec.first_audio is None and rec.speech_end:

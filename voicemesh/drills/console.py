@@ -61,6 +61,7 @@ def summary_table(result: DrillResult) -> Table:
         ("served by", ", ".join(f"{k} {v}" for k, v in sorted(s["served_by"].items())) or "—"),
         ("TTFA p50 / p95", f"{fmt_s(s['ttfa_p50_s'])} / {fmt_s(s['ttfa_p95_s'])}"),
         ("max audible gap", fmt_s(s["max_audible_gap_s"])),
+        ("longest silence / turns barged in", f"{fmt_s(s['longest_silence_s'])} / {s['barged_in']}"),
         ("faults", "; ".join(f"{f.kind} {f.region} @{f.at:.1f}s" for f in result.faults) or "none"),
     ]
     for row in rows:

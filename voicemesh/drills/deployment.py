@@ -196,13 +196,11 @@ class Deployment:
         The registry is rewritten to the proxies' URLs (the edge reloads it) and restored by ``undo``.
         """
         original = self.registry_path.read_bytes()
-        data = json.loads(original)
         proxies: dict[str, FaultProxy] = {}
-        for record in data.get("regions", []):
+        for record in json.loads(original).get("regions", []):
             proxy = FaultProxy(RegionInfo(id=record["id"], url=record["url"]).port)
             await proxy.start()
             proxies[str(record["id"])] = proxy
-            record["url"] = proxy.url
 
         async def put_back() -> None:
             atomic_write(self.registry_path, original)
@@ -211,9 +209,22 @@ class Deployment:
                 await proxy.stop()
 
         undo.push("registry", put_back)
-        atomic_write(self.registry_path, json.dumps(data, indent=2).encode())
-        await asyncio.sleep(settle_s)
+        await self.repoint(proxies, settle_s=settle_s)
         return proxies
+
+    async def repoint(self, proxies: dict[str, FaultProxy], *, settle_s: float = 3.0) -> bool:
+        """Point the registry at ``proxies`` again where it names a region's own URL (``voicemesh
+        infra up`` rewrites it after a restore); True when it had to."""
+        data = json.loads(self.registry_path.read_bytes())
+        changed = False
+        for record in data.get("regions", []):
+            proxy = proxies.get(str(record["id"]))
+            if proxy is not None and record["url"] != proxy.url:
+                record["url"], changed = proxy.url, True
+        if changed:
+            atomic_write(self.registry_path, json.dumps(data, indent=2).encode())
+            await asyncio.sleep(settle_s)
+        return changed
 
 
 async def run_command(

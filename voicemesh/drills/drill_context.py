@@ -16,8 +16,8 @@ from voicemesh.drills.records import TurnRecord
 
 @dataclass(frozen=True)
 class FaultParams:
-    at_turn: int = 2
-    """Inject during this turn (1-based) of any caller, at ``at_moment``."""
+    at_turn: int | None = 2
+    """Inject during this turn (1-based) of any caller, at ``at_moment``; None: any turn (chaos)."""
     at_moment: str = "first_text"
     """``first_text``: the answer's first words reach the caller, so the region is still writing
     and speaking it (the fault lands mid-answer); ``first_audio``: its first audio, by which time

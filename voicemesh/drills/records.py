@@ -77,8 +77,21 @@ class TurnRecord:
         return self.status == "completed" and self.audio_s > 0
 
     @property
+    def barged_in(self) -> bool:
+        """The caller spoke over the answer once it started (on purpose): heard, not lost."""
+        return self.status == "barged_in"
+
+    @property
     def lost(self) -> bool:
-        return not self.complete
+        return not self.complete and not self.barged_in
+
+    @property
+    def longest_silence_s(self) -> float:
+        """The longest the caller heard nothing while waiting for or hearing the answer: the wait for
+        its first audio (to its end when none came) or a silence mid-answer."""
+        end = self.first_audio if self.first_audio is not None else self.done
+        wait = end - self.speech_end if end is not None and self.speech_end else 0.0
+        return max(wait, self.max_gap_s)
 
     def add_audio(self, at: float, seconds: float) -> None:
         if self.arrivals:

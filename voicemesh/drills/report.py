@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from voicemesh.drills.chaos_scenario import chaos_markdown
 from voicemesh.drills.faults import FaultMark
 from voicemesh.drills.records import record_from_json
 from voicemesh.drills.runner import DrillResult, LoadStep
@@ -81,14 +82,17 @@ def render_markdown(result: DrillResult, command: str = "") -> str:
     ]
     out += ["", "## Summary", "", "| measure | value |", "|---|---|"]
     out += [
-        f"| turns completed / lost | {s['completed']} / {s['lost']} |",
+        f"| turns total / completed / barged in / lost | {s['turns']} / {s['completed']} / "
+        f"{s.get('barged_in', 0)} / {s['lost']} |",
         f"| failed over / degraded / queued | {s['failed_over']} / {s['degraded']} / {s['queued']} |",
         f"| served by | {', '.join(f'{k}: {v}' for k, v in sorted(s['served_by'].items())) or '—'} |",
         f"| TTFA p50 / p95 / p99 | {fmt_s(s['ttfa_p50_s'])} / {fmt_s(s['ttfa_p95_s'])} / "
         f"{fmt_s(s['ttfa_p99_s'])} |",
-        f"| max audible gap | {fmt_s(s['max_audible_gap_s'])} |",
+        f"| max audible gap / longest silence | {fmt_s(s['max_audible_gap_s'])} / "
+        f"{fmt_s(s.get('longest_silence_s'))} |",
         f"| turns per second | {s['turns_per_s']:.2f} |",
     ]
+    out += chaos_markdown(result.settings)
     out += ["", "## Faults", ""]
     out += [_fault_line(f) for f in result.faults] or ["- none fired"]
     out += [
@@ -101,7 +105,8 @@ def render_markdown(result: DrillResult, command: str = "") -> str:
     for r in result.records:
         path = " → ".join(r.regions) or ("edge" if r.degraded else "—")
         fo = ", ".join(f"{f['from']}→{f['to']} ({f['reason']})" for f in r.failovers) or "no"
-        heard = "complete" if r.complete else f"**lost** ({r.status}{': ' + r.error if r.error else ''})"
+        heard = "complete" if r.complete else "barged in" if r.barged_in else f"**lost** ({r.status}"
+        heard += f"{': ' + r.error if r.error else ''})" if r.lost else ""
         out.append(
             f"| {r.caller} | {r.turn} | {r.voice} | {path} | {fo} | {'yes' if r.degraded else 'no'} | "
             f"{fmt_s(r.ttfa_s)} | {fmt_s(r.max_gap_s)} | {r.audio_s:.1f} s | {heard} |"

@@ -105,6 +105,8 @@ def turn_stats(records: Sequence[TurnRecord], duration_s: float) -> dict[str, An
         "ttfa_p95_s": percentile(ttfas, 95),
         "ttfa_p99_s": percentile(ttfas, 99),
         "max_audible_gap_s": max((r.max_gap_s for r in records), default=0.0),
+        "barged_in": sum(r.barged_in for r in records),
+        "longest_silence_s": max((r.longest_silence_s for r in records), default=0.0),
     }
 
 
@@ -163,12 +165,15 @@ async def _drill(
         callers = sum(r.capacity for r in regions) + scenario.callers_over_capacity
     if scenario.tool_callers:
         caller_settings = replace(caller_settings, tool_callers=scenario.tool_callers)
+    if scenario.barge_in_every:
+        caller_settings = replace(caller_settings, barge_in_every=scenario.barge_in_every)
     state = CallerState()
     undo = Undo()
     ctx = DrillContext(deployment, state, params, undo, report, regions=regions)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t_start = time.monotonic()
     fault_task: asyncio.Task[None] | None = None
+    interrupted = False
     try:
         if scenario.needs_proxies:
             ctx.proxies = await deployment.interpose(undo)
@@ -184,7 +189,15 @@ async def _drill(
             )
         except TimeoutError:
             ctx.notes.append(f"stopped after {max_duration_s:.0f} s (max duration)")
-        if not fault_task.done():
+        except asyncio.CancelledError:  # Ctrl-C: everything is undone and a partial report written
+            ctx.notes.append(f"interrupted at {state.clock.now():.0f} s: a partial report")
+            interrupted = True
+            if (me := asyncio.current_task()) is not None:
+                me.uncancel()  # handled: the teardown and the report go on (asyncio.run returns them)
+        if interrupted:
+            fault_task.cancel()
+            await asyncio.gather(fault_task, return_exceptions=True)
+        elif not fault_task.done():
             # A fault still running (e.g. a restore) finishes; one still waiting for its moment never fired.
             if not ctx.faults:
                 fault_task.cancel()
@@ -207,15 +220,20 @@ async def _drill(
     date_failovers(state.records, ctx.faults)
     verdicts = evaluate(state.records, ctx.faults, slo, end=end) + tool_call_verdicts(state)
     verdicts += resume_verdicts(state, resuming=caller_settings.resume)
+    if scenario.verdicts is not None:
+        verdicts += scenario.verdicts(state.records, slo)
+    if interrupted:
+        verdicts.append(Verdict("completed", "the drill ran to its end", "interrupted (Ctrl-C)", False))
     if not ctx.faults:
         verdicts.append(Verdict("fault_injected", "the scenario's fault fired", "no fault fired", False))
+    extra = scenario.report_extra() if scenario.report_extra is not None else {}
     return DrillResult(
         scenario=scenario.name,
         summary=scenario.summary,
         started=started,
         duration_s=round(time.monotonic() - t_start, 2),
         callers=callers,
-        settings={"turns": caller_settings.turns, "params": params.__dict__, "slo": slo.__dict__},
+        settings={"turns": caller_settings.turns, "params": params.__dict__, "slo": slo.__dict__, **extra},
         regions=[r.id for r in regions],
         records=sorted(state.records, key=lambda r: (r.caller, r.turn)),
         faults=ctx.faults,

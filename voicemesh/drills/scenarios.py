@@ -8,10 +8,13 @@ also runs when the drill is interrupted. The faults are ``voicemesh/drills/regio
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from voicemesh.drills.drill_context import Inject
 from voicemesh.drills.edge_faults import crash_edge, drain_edges, redis_down
+from voicemesh.drills.records import TurnRecord
 from voicemesh.drills.region_faults import (
     all_regions_down,
     crash_region,
@@ -20,6 +23,7 @@ from voicemesh.drills.region_faults import (
     saturate_regions,
     slow_region,
 )
+from voicemesh.drills.slo import Slo, Verdict
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,12 @@ class Scenario:
     edges: int = 0
     """Edge drills: the runner starts this many edges of their own (sharing a Redis, behind a
     balancer; ``voicemesh/drills/edges.py``), and the callers resume their sessions when dropped."""
+    barge_in_every: int = 0
+    """Callers that call no function barge into every Nth answer (``CallerSettings.barge_in_every``)."""
+    verdicts: Callable[[Sequence[TurnRecord], Slo], list[Verdict]] | None = None
+    """Objectives of the scenario's own, beside every drill's."""
+    report_extra: Callable[[], dict[str, Any]] | None = None
+    """What the scenario adds to the report's settings (the chaos drill: its seed and schedule)."""
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -62,7 +62,7 @@ def failover_gap(record: TurnRecord, fault: FaultMark) -> float | None:
     before = [a for a in record.arrivals if a[0] < fault.at]
     after = [a for a in record.arrivals if a[0] >= fault.at]
     if not after:
-        return 0.0 if before and record.complete else None
+        return 0.0 if before and not record.lost else None
     if not before:
         return after[0][0] - fault.at
     gaps, _ = silences(record.arrivals)
