@@ -77,17 +77,28 @@ class Pipeline:
     ) -> ClauseAudio | None:
         t = time.perf_counter()
         batch = turn.start.priority == "batch"
-        # A live turn's first clause is what its caller waits for; later ones have the audio before.
-        # Batch work counts as running while it synthesises: it never takes Kokoro's wide session
-        # (background work keeps to one core, leaving the other to the live callers and the edge).
-        async with self.stages.order.slot(urgent=index == 0 and not batch):
+        rate = self.stages.synth_rate
+        expected = rate.expected_s(text)
+        # A live turn's first clause is what its caller waits for; a later one must start before the
+        # audio already sent has been played (``region.cpu_order``). Batch work counts as running
+        # while it synthesises: it never takes Kokoro's wide session (background work keeps to one
+        # core, leaving the other to the live callers and the edge).
+        order = self.stages.order.slot(
+            urgent=index == 0 and not batch,
+            start_by=None if batch else turn.playout.start_by(expected),
+            expected_s=expected,
+        )
+        async with order:
+            ran = time.perf_counter()
             with self.stages.workload.running("batch") if batch else contextlib.nullcontext():
                 audio = await self.stages.tts.synthesize(
                     text, turn.start.custom_voice or turn.start.voice, cancel or turn.cancel,
                     speed=turn.start.speed,
                 )  # fmt: skip
+            rate.update(len(text), time.perf_counter() - ran)
         if not len(audio):
             return None
+        turn.playout.sent(len(audio) / REGION_OUT_RATE)
         if index == 0:
             turn.mark("tts_first_audio_s", t)
         pcm = float_to_pcm16(audio)
