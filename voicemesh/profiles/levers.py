@@ -25,6 +25,12 @@ third of the sentence before the first audio, and the LLM writes less of it (on 
 still counts). Three against four words measured 0.78 vs 1.04 s of Kokoro on the first clause and
 3.26 vs 3.70 s to first audio on one caller (docs/benchmarks.md "End to end")."""
 
+LATER_CHUNK_WORDS = (6, 12)
+"""The clauses after the first grow (``TtsSettings.later_chunk_words``): at most 6 words, then 12,
+also ending at a comma, then whole sentences. A whole sentence after a three-word first chunk took
+longer to synthesise than those words play: the caller heard a silence mid-answer
+(docs/benchmarks.md "Silences inside answers")."""
+
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
 FIRST_LEG_TOKENS = 8
 """The cpu profile decodes an answer's first 8 tokens (about the three words of the first chunk),

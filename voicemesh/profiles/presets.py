@@ -11,6 +11,7 @@ from voicemesh import paths
 from voicemesh.models.catalog import KOKORO_FP32, QWEN3_8B, SMOLLM2_HF, WHISPER_LARGE_V3
 from voicemesh.models.fetch import runtime_python
 from voicemesh.profiles.levers import (
+    LATER_CHUNK_WORDS,
     cpu_llm_dtype,
     first_chunk_words,
     first_leg_tokens,
@@ -93,6 +94,7 @@ def cpu_profile() -> Profile:
             intra_op_threads=1,
             wide_intra_op_threads=tts_wide_threads(),
             first_chunk_words=first_chunk_words(),
+            later_chunk_words=LATER_CHUNK_WORDS,
         ),
         edge=_edge_models(models),
         voices=CPU_VOICES,
@@ -142,6 +144,7 @@ def gpu_profile() -> Profile:
             lang="en-us",
             intra_op_threads=4,
             first_chunk_words=first_chunk_words(),
+            later_chunk_words=LATER_CHUNK_WORDS,
         ),
         edge=_edge_models(models),
         voices=GPU_VOICES,
