@@ -31,6 +31,7 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
             later_words=settings.tts.later_chunk_words,
         ),
         first_leg_tokens=settings.llm.first_leg_tokens,
+        first_audio_hold_s=settings.tts.first_audio_hold_s,
         workload=work,
         order=CpuOrder(settings.model_runs),
     )

@@ -29,6 +29,7 @@ import time
 from collections.abc import AsyncGenerator
 
 from region.cancel import Cancelled, CancelToken
+from region.playout import audio_s
 from region.turn_state import PipelineEvent, Stages, Turn, answers_unprompted
 from wire.audio import REGION_OUT_RATE, float_to_pcm16
 from wire.client import ClauseAudio
@@ -98,7 +99,6 @@ class Pipeline:
             rate.update(len(text), time.perf_counter() - ran)
         if not len(audio):
             return None
-        turn.playout.sent(len(audio) / REGION_OUT_RATE)
         if index == 0:
             turn.mark("tts_first_audio_s", t)
         pcm = float_to_pcm16(audio)
@@ -154,6 +154,7 @@ class Pipeline:
             if spoken:
                 turn.mark("first_audio_s")
                 index += 1
+                turn.playout.sent(audio_s(spoken))
                 yield spoken
 
     async def _speak_in_gaps(self, turn: Turn, index: int, clause: str) -> ClauseAudio | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from wire.client import ClauseAudio
 from wire.rates import DecayingEwma
 
 _MIN_CHARS = 8
@@ -54,7 +55,20 @@ class Playout:
         now = time.monotonic() if now is None else now
         self.dry_at = max(now, self.dry_at or now) + audio_s
 
+    def first_hold_s(self, first: ClauseAudio, rate: SynthRate, max_hold_s: float) -> float:
+        """How long to hold an answer's first audio so the next clause can follow it without a gap:
+        the next clause (about twice the first's text, as the chunker's schedule grows) is expected
+        to take longer than the first's audio plays. At most ``max_hold_s``: time to first audio
+        is not given away beyond that (0: never held)."""
+        next_s = rate.expected_s(first.clause.text * 2)
+        return min(max_hold_s, max(0.0, next_s - audio_s(first)))
+
     def start_by(self, expected_s: float) -> float | None:
         """When the next clause must start synthesising for its audio to follow without a gap
         (``None`` before the first audio: the caller is waiting for a first word, not a next one)."""
         return None if self.dry_at is None else self.dry_at - expected_s
+
+
+def audio_s(clause: ClauseAudio) -> float:
+    """Seconds of a clause's audio (PCM16 at its sample rate)."""
+    return clause.clause.audio_bytes / 2 / clause.clause.sample_rate

@@ -88,5 +88,7 @@ class Stages:
     order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
     """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
     every run in at once."""
+    first_audio_hold_s: float = 0.0
+    """The longest an answer's first audio is held for the next clause to keep up (0: never)."""
     synth_rate: SynthRate = field(default_factory=SynthRate)
     """The region's measured seconds of synthesis per character: when a later clause must start."""

@@ -95,13 +95,13 @@ async def _order_of_runs(audio_s: float) -> list[str]:
     )
     a = asyncio.create_task(_answer(pipeline, "A"))
     await llm.a_rest.reached.wait()  # A's first clause is spoken (before its LLM asks for more)
-    while tts.asked != ["Alpha one."]:
+    while tts.asked != ["Alpha one."]:  # noqa: ASYNC110 - a stand-in's list has no event
         await asyncio.sleep(0)
     c = asyncio.create_task(_answer(pipeline, "C"))
     await tts.holds["Charlie one."].reached.wait()
     b = asyncio.create_task(_answer(pipeline, "B"))
     llm.a_rest.release()
-    while pipeline.stages.order.waiting < 2:  # B's first clause and A's second, both queued
+    while pipeline.stages.order.waiting < 2:  # noqa: ASYNC110 - B's first clause and A's second queued
         await asyncio.sleep(0)
     tts.holds["Charlie one."].release()
     assert await asyncio.gather(a, b, c) == [["Alpha one.", "Alpha two."], ["Bravo one."], ["Charlie one."]]

@@ -6,8 +6,9 @@ with the profile's ``model_runs``; callers start ``stagger_s`` apart, so one's f
 another's later ones. The LLM is a stand-in that writes a fixed answer at ``tokens_per_s``: what is
 measured is how the region schedules and sizes clauses, not the words (the e2e bench runs vLLM).
 Each config is the same load: ``before`` (whole sentences after the first chunk, later clauses
-behind every first clause) and ``after`` (growing clauses, later clauses by when their caller runs
-dry). A chunk's arrival is when the pipeline yields it; the caller plays them back to back
+behind every first clause), ``sched`` (growing clauses, later clauses by when their caller runs dry)
+and ``hold`` (that, and the first audio held for the next clause: the profile's settings). A
+chunk's arrival is when the pipeline yields it; the caller plays them back to back
 (``voicemesh.bench.silences``).
 """
 
@@ -30,7 +31,7 @@ from region.tts import Synthesizer
 from region.turn_state import Stages, Turn
 from region.workload import Workload
 from voicemesh.bench.silences import mid_answer_silences
-from voicemesh.profiles import FIRST_CHUNK_WORDS, LATER_CHUNK_WORDS, cpu_profile
+from voicemesh.profiles import FIRST_CHUNK_WORDS, cpu_profile
 from wire.audio import REGION_OUT_RATE
 from wire.client import ClauseAudio
 from wire.text import ClauseChunker
@@ -102,19 +103,18 @@ async def measure(callers: Sequence[int], stagger_s: float, tokens_per_s: float)
     work = Workload()
     tts = Synthesizer(profile.tts, work)
     await tts.load()
-    configs = {
-        "before": (partial(ClauseChunker, first_words=FIRST_CHUNK_WORDS), _LaterBehindFirst),
-        "after": (
-            partial(ClauseChunker, first_words=FIRST_CHUNK_WORDS, later_words=LATER_CHUNK_WORDS),
-            CpuOrder,
-        ),
+    later = partial(ClauseChunker, first_words=FIRST_CHUNK_WORDS, later_words=profile.tts.later_chunk_words)
+    configs = {  # (chunker, order, first audio hold)
+        "before": (partial(ClauseChunker, first_words=FIRST_CHUNK_WORDS), _LaterBehindFirst, 0.0),
+        "sched": (later, CpuOrder, 0.0),
+        "hold": (later, CpuOrder, profile.tts.first_audio_hold_s),
     }
     out: list[Answer] = []
     for n in callers:
-        for name, (chunker, order) in configs.items():
+        for name, (chunker, order, hold_s) in configs.items():
             stages = Stages(
                 stt=FixedTranscript(), llm=PacedLlm(tokens_per_s), tts=tts, chunker=chunker,
-                workload=work, order=order(runs),
+                workload=work, order=order(runs), first_audio_hold_s=hold_s,
             )  # fmt: skip
             pipeline = StreamingPipeline(stages)
             timelines = await asyncio.gather(

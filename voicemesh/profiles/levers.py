@@ -31,6 +31,12 @@ also ending at a comma, then whole sentences. A whole sentence after a three-wor
 longer to synthesise than those words play: the caller heard a silence mid-answer
 (docs/benchmarks.md "Silences inside answers")."""
 
+FIRST_AUDIO_HOLD_S = 1.0
+"""An answer's first audio waits up to a second for its next clause when that clause is expected
+to take longer to synthesise than the first plays (``TtsSettings.first_audio_hold_s``): a slightly
+later first word instead of three words then a silence (docs/benchmarks.md "Silences inside
+answers"). Capped so time to first audio stays well below Pipecat's."""
+
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
 FIRST_LEG_TOKENS = 8
 """The cpu profile decodes an answer's first 8 tokens (about the three words of the first chunk),
