@@ -13,18 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import numpy as np
-
-from region.cancel import CancelToken
 from region.cpu_order import CpuOrder
-from region.playout import SynthRate
 from region.streaming import StreamingPipeline
-from region.testing import FixedTranscript, Hold, ToneTts
+from region.testing import FixedTranscript, Hold
 from region.turn_state import Stages, Turn
-from wire.audio import REGION_OUT_RATE, FloatAudio
+from tests.region.helpers import SlowKokoro, TimedTts
 from wire.client import ClauseAudio
 from wire.turn import TokenUsage, ToolCall, TurnStart
-from wire.voices import CustomVoice
 
 REPLIES = {"A": ["Alpha one. ", "Alpha two."], "B": ["Bravo one."], "C": ["Charlie one."]}
 
@@ -53,34 +48,6 @@ class TwoPartLlm:
         pass
 
 
-class TimedTts(ToneTts):
-    """Audio of ``seconds`` per clause; the clauses in ``holds`` wait for their hold first."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__()
-        self.seconds = seconds
-        self.holds = {"Charlie one.": Hold()}
-
-    async def synthesize(
-        self, text: str, voice: str | CustomVoice, cancel: CancelToken, *, speed: float = 1.0
-    ) -> FloatAudio:
-        self.asked.append(text)
-        if (hold := self.holds.get(text)) is not None:
-            await hold.wait(cancel)
-        return np.zeros(int(self.seconds * REGION_OUT_RATE), dtype=np.float32)
-
-
-class SlowKokoro(SynthRate):
-    """The region's measured rate, fixed at a tenth of a second per character (a loaded Kokoro):
-    the stand-in's instant runs would otherwise teach it that synthesis takes no time."""
-
-    def update(self, chars: int, seconds: float, now: float | None = None) -> None:
-        pass
-
-    def expected_s(self, text: str) -> float:
-        return 0.1 * len(text)
-
-
 async def _answer(pipeline: StreamingPipeline, turn_id: str) -> list[str]:
     turn = Turn(TurnStart(turn_id=turn_id, text="Go on."))
     return [e.clause.text async for e in pipeline.run(turn) if isinstance(e, ClauseAudio)]
@@ -104,7 +71,11 @@ async def _order_of_runs(audio_s: float) -> list[str]:
     while pipeline.stages.order.waiting < 2:  # noqa: ASYNC110 - B's first clause and A's second queued
         await asyncio.sleep(0)
     tts.holds["Charlie one."].release()
-    assert await asyncio.gather(a, b, c) == [["Alpha one.", "Alpha two."], ["Bravo one."], ["Charlie one."]]
+    assert list(await asyncio.gather(a, b, c)) == [
+        ["Alpha one.", "Alpha two."],
+        ["Bravo one."],
+        ["Charlie one."],
+    ]
     return tts.asked
 
 
