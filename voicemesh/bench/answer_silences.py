@@ -97,7 +97,9 @@ async def _caller(pipeline: StreamingPipeline, name: str, delay_s: float) -> lis
     return chunks
 
 
-async def measure(callers: Sequence[int], stagger_s: float, tokens_per_s: float) -> list[Answer]:
+async def measure(
+    callers: Sequence[int], stagger_s: float, tokens_per_s: float, repeats: int = 1
+) -> list[Answer]:
     profile = cpu_profile()
     runs = RegionSettings(region_id="bench", stt=profile.stt, llm=profile.llm, tts=profile.tts).model_runs
     work = Workload()
@@ -111,18 +113,20 @@ async def measure(callers: Sequence[int], stagger_s: float, tokens_per_s: float)
     }
     out: list[Answer] = []
     for n in callers:
-        for name, (chunker, order, hold_s) in configs.items():
-            stages = Stages(
-                stt=FixedTranscript(), llm=PacedLlm(tokens_per_s), tts=tts, chunker=chunker,
-                workload=work, order=order(runs), first_audio_hold_s=hold_s,
-            )  # fmt: skip
-            pipeline = StreamingPipeline(stages)
-            timelines = await asyncio.gather(
-                *(_caller(pipeline, f"{name}-{n}-{i}", i * stagger_s) for i in range(n))
-            )
-            for (start, _), *chunks in timelines:
-                s = mid_answer_silences(chunks)
-                out.append(Answer(name, n, chunks[0][0] - start, s.longest_s, s.total_s))
+        for _ in range(repeats):  # configs take turns: the machine's load drifts alike for each
+            for name, (chunker, order, hold_s) in configs.items():
+                stages = Stages(
+                    stt=FixedTranscript(), llm=PacedLlm(tokens_per_s), tts=tts, chunker=chunker,
+                    workload=work, order=order(runs), first_audio_hold_s=hold_s,
+                )  # fmt: skip
+                pipeline = StreamingPipeline(stages)
+                timelines = await asyncio.gather(
+                    *(_caller(pipeline, f"{name}-{n}-{i}", i * stagger_s) for i in range(n))
+                )
+                for (start, _), *chunks in timelines:
+                    s = mid_answer_silences(chunks)
+                    out.append(Answer(name, n, chunks[0][0] - start, s.longest_s, s.total_s))
+        for name in configs:
             print(_line([a for a in out if a.config == name and a.callers == n]), flush=True)
     return out
 
@@ -142,12 +146,13 @@ def main() -> None:
     parser.add_argument("--callers", default="1,2,4", help="concurrent callers per pass, e.g. 1,2,4")
     parser.add_argument("--stagger-s", type=float, default=1.0, help="seconds between callers' starts")
     parser.add_argument("--tokens-per-s", type=float, default=25.0, help="the stand-in LLM's pace")
+    parser.add_argument("--repeats", type=int, default=2, help="answers per caller and config")
     args = parser.parse_args()
     try:
         callers = [int(c) for c in args.callers.split(",")]
     except ValueError:
         parser.error(f"--callers must be whole numbers separated by commas, not {args.callers!r}")
-    asyncio.run(measure(callers, args.stagger_s, args.tokens_per_s))
+    asyncio.run(measure(callers, args.stagger_s, args.tokens_per_s, args.repeats))
 
 
 if __name__ == "__main__":
