@@ -7,7 +7,7 @@ another's later ones. The LLM is a stand-in that writes a fixed answer at ``toke
 measured is how the region schedules and sizes clauses, not the words (the e2e bench runs vLLM).
 Each config is the same load: ``before`` (whole sentences after the first chunk, later clauses
 behind every first clause), ``sched`` (growing clauses, later clauses by when their caller runs dry)
-and ``hold`` (that, and the first audio held for the next clause: the profile's settings). A
+and ``hold`` (that, and the first audio held up to ``HOLD_S`` for the next clause). A
 chunk's arrival is when the pipeline yields it; the caller plays them back to back
 (``voicemesh.bench.silences``).
 """
@@ -42,6 +42,10 @@ ANSWER = (
     "Then turn the heat down and let it simmer for about nine minutes for a firm yolk. "
     "Cool it in a bowl of ice water before you peel it."
 )
+
+
+HOLD_S = 1.0
+"""The ``hold`` config's first-audio hold (the profiles' is off: ``VOICEMESH_FIRST_AUDIO_HOLD_MS``)."""
 
 
 class PacedLlm:
@@ -109,7 +113,7 @@ async def measure(
     configs = {  # (chunker, order, first audio hold)
         "before": (partial(ClauseChunker, first_words=FIRST_CHUNK_WORDS), _LaterBehindFirst, 0.0),
         "sched": (later, CpuOrder, 0.0),
-        "hold": (later, CpuOrder, profile.tts.first_audio_hold_s),
+        "hold": (later, CpuOrder, HOLD_S),
     }
     out: list[Answer] = []
     for n in callers:

@@ -31,11 +31,13 @@ also ending at a comma, then whole sentences. A whole sentence after a three-wor
 longer to synthesise than those words play: the caller heard a silence mid-answer
 (docs/benchmarks.md "Silences inside answers")."""
 
-FIRST_AUDIO_HOLD_S = 1.0
-"""An answer's first audio waits up to a second for its next clause when that clause is expected
-to take longer to synthesise than the first plays (``TtsSettings.first_audio_hold_s``): a slightly
-later first word instead of three words then a silence (docs/benchmarks.md "Silences inside
-answers"). Capped so time to first audio stays well below Pipecat's."""
+FIRST_AUDIO_HOLD_ENV = "VOICEMESH_FIRST_AUDIO_HOLD_MS"
+FIRST_AUDIO_HOLD_MS = 0
+"""How long an answer's first audio may wait for its next clause when that clause is expected to
+take longer to synthesise than the first plays (``TtsSettings.first_audio_hold_s``; 0-5000 ms).
+Off by default: on the shared 2-core box a 1 s hold added its second to first audio without a
+measurable cut in the silences (Kokoro ran 3-4x slower than real time there, docs/benchmarks.md
+"Silences inside answers"); try 1000 on a region whose synthesis keeps up with playback."""
 
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
 FIRST_LEG_TOKENS = 8
@@ -125,6 +127,10 @@ def tts_wide_threads() -> int:
 
 def stt_window_frames() -> int:
     return _env_int(STT_WINDOW_ENV, STT_WINDOW_FRAMES, 1000, FULL_WINDOW_FRAMES)
+
+
+def first_audio_hold_s() -> float:
+    return _env_int(FIRST_AUDIO_HOLD_ENV, FIRST_AUDIO_HOLD_MS, 0, 5000) / 1000
 
 
 def first_chunk_words() -> int:
