@@ -25,8 +25,13 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
         stt=Transcriber(settings.stt, work),
         llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt, workload=work),
         tts=Synthesizer(settings.tts, work),
-        chunker=partial(ClauseChunker, first_words=settings.tts.first_chunk_words),
+        chunker=partial(
+            ClauseChunker,
+            first_words=settings.tts.first_chunk_words,
+            later_words=settings.tts.later_chunk_words,
+        ),
         first_leg_tokens=settings.llm.first_leg_tokens,
+        first_audio_hold_s=settings.tts.first_audio_hold_s,
         workload=work,
         order=CpuOrder(settings.model_runs),
     )

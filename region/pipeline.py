@@ -29,6 +29,7 @@ import time
 from collections.abc import AsyncGenerator
 
 from region.cancel import Cancelled, CancelToken
+from region.playout import audio_s
 from region.turn_state import PipelineEvent, Stages, Turn, answers_unprompted
 from wire.audio import REGION_OUT_RATE, float_to_pcm16
 from wire.client import ClauseAudio
@@ -77,15 +78,25 @@ class Pipeline:
     ) -> ClauseAudio | None:
         t = time.perf_counter()
         batch = turn.start.priority == "batch"
-        # A live turn's first clause is what its caller waits for; later ones have the audio before.
-        # Batch work counts as running while it synthesises: it never takes Kokoro's wide session
-        # (background work keeps to one core, leaving the other to the live callers and the edge).
-        async with self.stages.order.slot(urgent=index == 0 and not batch):
+        rate = self.stages.synth_rate
+        expected = rate.expected_s(text)
+        # A live turn's first clause is what its caller waits for; a later one must start before the
+        # audio already sent has been played (``region.cpu_order``). Batch work counts as running
+        # while it synthesises: it never takes Kokoro's wide session (background work keeps to one
+        # core, leaving the other to the live callers and the edge).
+        order = self.stages.order.slot(
+            urgent=index == 0 and not batch,
+            start_by=None if batch else turn.playout.start_by(expected),
+            expected_s=expected,
+        )
+        async with order:
+            ran = time.perf_counter()
             with self.stages.workload.running("batch") if batch else contextlib.nullcontext():
                 audio = await self.stages.tts.synthesize(
                     text, turn.start.custom_voice or turn.start.voice, cancel or turn.cancel,
                     speed=turn.start.speed,
                 )  # fmt: skip
+            rate.update(len(text), time.perf_counter() - ran)
         if not len(audio):
             return None
         if index == 0:
@@ -143,6 +154,7 @@ class Pipeline:
             if spoken:
                 turn.mark("first_audio_s")
                 index += 1
+                turn.playout.sent(audio_s(spoken))
                 yield spoken
 
     async def _speak_in_gaps(self, turn: Turn, index: int, clause: str) -> ClauseAudio | None:

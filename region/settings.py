@@ -65,6 +65,12 @@ class TtsSettings:
     first_chunk_words: int = 0
     """The first clause of an answer ends after this many words when no comma or sentence end came
     first (``wire.text.ClauseChunker.first_words``; 0: off): its audio starts sooner."""
+    later_chunk_words: tuple[int, ...] = ()
+    """Word caps of the clauses after the first (``wire.text.ClauseChunker.later_words``; empty:
+    whole sentences): each short enough to be synthesised while the ones before it play."""
+    first_audio_hold_s: float = 0.0
+    """An answer's first audio waits at most this long for the next clause to keep up with it
+    (``region.playout``: when that clause is expected to take longer than the first plays; 0: off)."""
 
 
 @dataclass(frozen=True)

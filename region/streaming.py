@@ -3,7 +3,9 @@
 The LLM's text is cut into clauses as it streams (the writer task); each clause goes to TTS as soon
 as the chunker closes it (the speaker task), and its audio is sent while the LLM is still writing
 the rest. A turn decoded in legs (``region.legs``) holds its first clause for the end of the short
-first leg, then holds decoding while that clause is synthesised.
+first leg, then holds decoding while that clause is synthesised. Where the next clause is expected
+to take longer to synthesise than the first clause's audio plays, the first audio is held (at most
+``Stages.first_audio_hold_s``) so the caller hears the two without a gap (``region.playout``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from region.legs import holds, in_legs
 from region.pipeline import Pipeline
+from region.playout import audio_s
 from region.turn_state import PipelineEvent, Turn
 from wire.client import ClauseAudio
 from wire.tasks import cancel_and_wait
@@ -109,18 +112,40 @@ class StreamingPipeline(Pipeline):
         hold: _FirstClauseHold,
     ) -> None:
         index = 0
+        held: list[ClauseAudio] = []  # the first audio, while it waits for the rest to keep up
+        timer: asyncio.TimerHandle | None = None
+
+        def send() -> None:
+            if timer is not None:
+                timer.cancel()
+            for spoken in held:
+                turn.playout.sent(audio_s(spoken))
+                out.put_nowait(spoken)
+            held.clear()
+
         try:
             while (clause := await clauses.get()) is not None:
                 if isinstance(clause, ToolCalls):
+                    send()
                     out.put_nowait(clause)
                     continue
                 await hold.first_leg_over.wait()  # the few tokens left: then the clause is alone
                 if spoken := await self.speak(turn, index, clause):
-                    out.put_nowait(spoken)
+                    held.append(spoken)
+                    wait_s = 0.0 if index else turn.playout.first_hold_s(
+                        spoken, self.stages.synth_rate, self.stages.first_audio_hold_s
+                    )  # fmt: skip
+                    if wait_s > 0:  # sent when the next clause is ready, or after wait_s at most
+                        timer = asyncio.get_running_loop().call_later(wait_s, send)
+                    else:
+                        send()
                     index += 1
                 hold.first_spoken.set()
+            send()
             out.put_nowait(_End())
         except Exception as exc:
             out.put_nowait(exc)
         finally:
+            if timer is not None:
+                timer.cancel()
             hold.first_spoken.set()  # a writer holding for the first clause never waits on a dead speaker

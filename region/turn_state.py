@@ -14,6 +14,7 @@ from opentelemetry.trace import INVALID_SPAN, Span
 from region.cancel import CancelToken
 from region.cpu_order import UNORDERED, CpuOrder
 from region.live_first import LiveFirst
+from region.playout import Playout, SynthRate
 from region.protocols import LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
 from region.workload import Workload
@@ -52,6 +53,8 @@ class Turn:
     """A batch turn's: each clause waits for live turns, and one arriving stops it (said again)."""
     span: Span = INVALID_SPAN
     """The turn's span (``region/tracing.py``): each mark is an event on it."""
+    playout: Playout = field(default_factory=Playout)
+    """When its caller runs out of the audio sent so far (``region.playout``)."""
 
     def call(self, call: ToolCall) -> None:
         """A whole call from the LLM: kept when valid, ``InvalidToolCall`` otherwise."""
@@ -85,3 +88,7 @@ class Stages:
     order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
     """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
     every run in at once."""
+    first_audio_hold_s: float = 0.0
+    """The longest an answer's first audio is held for the next clause to keep up (0: never)."""
+    synth_rate: SynthRate = field(default_factory=SynthRate)
+    """The region's measured seconds of synthesis per character: when a later clause must start."""

@@ -5,6 +5,8 @@ length, so the first audio starts early; later clauses end at sentence boundarie
 stays natural. With ``first_words`` set, the first clause also ends after that many words (at the
 whitespace that follows a word, never inside one, and not right after a word that leans on the
 next, such as "the" or "of"), so a long opening sentence starts being spoken after a few words.
+With ``later_words`` the next clauses grow by a schedule (a few more words each, also ending at a
+comma) before whole sentences: each is synthesised while the shorter ones before it play.
 
 A boundary is punctuation *followed by whitespace*: text that stops right after a "." is held
 until the next delta shows whether it was "3." + "5" (a decimal) or the end of a sentence.
@@ -77,6 +79,10 @@ class ClauseChunker:
     first_words: int = 0
     """With no boundary before, the first clause ends after this many words (0: off): the first
     audio chunk of a long opening sentence is a few words; later clauses stay whole."""
+    later_words: tuple[int, ...] = ()
+    """Word caps of the clauses after the first, in order (a growing schedule, e.g. ``(6, 12)``):
+    each also ends at a comma, so its synthesis is short enough to finish while the clauses before it
+    play; the clauses past the schedule end at sentence ends only."""
     _buf: str = field(default="", init=False)
     _emitted: int = field(default=0, init=False)
 
@@ -101,8 +107,10 @@ class ClauseChunker:
     def _next(self) -> str | None:
         """The next complete clause; ``""`` for a punctuation-only scrap; ``None`` when none is complete."""
         first = self._emitted == 0
-        words_end = self._after_words(self.first_words) if first and self.first_words > 0 else None
-        for m in (_CLAUSE_END if first and self.first_at_pauses else _SENTENCE_END).finditer(self._buf):
+        words = self.first_words if first else self._scheduled_words()
+        words_end = self._after_words(words) if words > 0 else None
+        at_pauses = self.first_at_pauses if first else words > 0
+        for m in (_CLAUSE_END if at_pauses else _SENTENCE_END).finditer(self._buf):
             if words_end is not None and m.start() >= words_end:
                 break  # the words came first (as they would have while streaming)
             mark = m.group(0).rstrip(_CLOSERS)
@@ -120,6 +128,11 @@ class ClauseChunker:
         if len(self._buf) > limit:
             return self._take(self._soft_break(limit))
         return None
+
+    def _scheduled_words(self) -> int:
+        """The word cap of this later clause in ``later_words`` (0: past the schedule)."""
+        n = self._emitted - 1
+        return self.later_words[n] if n < len(self.later_words) else 0
 
     def _after_words(self, n: int) -> int | None:
         """Where the buffer ends after its ``n``-th whole word (one followed by whitespace, so a word

@@ -1,5 +1,6 @@
-"""Small helpers for region tests: speech fixtures as PCM16, word sets, and the bad-input cases that
-both the real region (``test_bad_input.py``) and the stand-in session (``test_session_turns.py``) get."""
+"""Small helpers for region tests: speech fixtures as PCM16, word sets, the bad-input cases that
+both the real region (``test_bad_input.py``) and the stand-in session (``test_session_turns.py``) get,
+and a TTS and a synthesis rate with set timings for the clause-schedule tests."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wire.audio import float_to_pcm16, read_wav
+import numpy as np
+
+from region.cancel import CancelToken
+from region.playout import SynthRate
+from region.testing import Hold, ToneTts
+from wire.audio import REGION_OUT_RATE, FloatAudio, float_to_pcm16, read_wav
 from wire.turn import Message, TurnStart, encode
+from wire.voices import CustomVoice
 
 
 def wav_pcm16(path: Path) -> bytes:
@@ -59,3 +66,31 @@ BAD_INPUT: list[tuple[str, list[str | bytes], str]] = [
     ("text too long", [start("text", text="word " * 1000)], "text_too_long"),
     ("audio without turn.start", [SECOND], "invalid_event"),
 ]
+
+
+class TimedTts(ToneTts):
+    """Audio of ``seconds`` per clause; the clauses in ``holds`` wait for their hold first."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.holds = {"Charlie one.": Hold()}
+
+    async def synthesize(
+        self, text: str, voice: str | CustomVoice, cancel: CancelToken, *, speed: float = 1.0
+    ) -> FloatAudio:
+        self.asked.append(text)
+        if (hold := self.holds.get(text)) is not None:
+            await hold.wait(cancel)
+        return np.zeros(int(self.seconds * REGION_OUT_RATE), dtype=np.float32)
+
+
+class SlowKokoro(SynthRate):
+    """The region's measured rate, fixed at a tenth of a second per character (a loaded Kokoro):
+    the stand-in's instant runs would otherwise teach it that synthesis takes no time."""
+
+    def update(self, chars: int, seconds: float, now: float | None = None) -> None:
+        pass
+
+    def expected_s(self, text: str) -> float:
+        return 0.1 * len(text)

@@ -5,6 +5,7 @@ clauses of answers already speaking; a cancelled waiter gives its place up, and 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -81,3 +82,32 @@ async def test_a_later_clause_that_waited_long_enough_goes_first() -> None:
     gate.set()
     await asyncio.gather(*tasks)
     assert ran == ["holder", "clause 2 of A", "stt of B"]  # waited its promote_after_s (0 s) already
+
+
+async def _run_by(order: CpuOrder, name: str, start_by: float, ran: list[str], gate: asyncio.Event) -> None:
+    async with order.slot(urgent=False, start_by=start_by, expected_s=0.5):
+        ran.append(name)
+        await gate.wait()
+
+
+async def test_a_later_clause_whose_caller_runs_dry_goes_before_a_first_clause() -> None:
+    order, ran, gate = CpuOrder(1), list[str](), asyncio.Event()
+    now = time.monotonic()
+    tasks = [asyncio.create_task(_run(order, "holder", False, ran, gate))]
+    await _settle()
+    for task in [
+        _run(order, "first clause of B", True, ran, gate),
+        _run_by(order, "clause 2 of A (an hour of audio left)", now + 3600, ran, gate),
+        _run_by(order, "clause 2 of C (dry now)", now, ran, gate),
+    ]:
+        tasks.append(asyncio.create_task(task))
+        await _settle()
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert ran == [
+        "holder",
+        "clause 2 of C (dry now)",
+        "first clause of B",
+        "clause 2 of A (an hour of audio left)",
+    ]
+    assert order.dry_first == 1

@@ -1,5 +1,6 @@
 """The region speaks an answer's first few words as its first clause, as its settings say
-(``TtsSettings.first_chunk_words``, on in both profiles); later clauses stay whole sentences.
+(``TtsSettings.first_chunk_words``, on in both profiles); later clauses grow by the profile's schedule
+(``later_chunk_words``), then are whole sentences.
 
 The chunker comes from ``build_stages`` (the real wiring); the models around it are stand-ins
 (``region.testing``): what is under test is where the answer is cut, not how it sounds.
@@ -23,11 +24,10 @@ from wire.turn import TurnStart
 ANSWER = "Once upon a time there was a small cat named Whiskers. She liked fish and naps."
 
 
-async def spoken_clauses(first_chunk_words: int) -> list[str]:
+async def spoken_clauses(first_chunk_words: int, later: tuple[int, ...] = ()) -> list[str]:
     p = cpu_profile()
-    settings = RegionSettings(
-        region_id="r", stt=p.stt, llm=p.llm, tts=replace(p.tts, first_chunk_words=first_chunk_words)
-    )
+    tts_settings = replace(p.tts, first_chunk_words=first_chunk_words, later_chunk_words=later)
+    settings = RegionSettings(region_id="r", stt=p.stt, llm=p.llm, tts=tts_settings)
     real = build_stages(settings, "http://127.0.0.1:9/v1")
     await real.llm.aclose()  # never used: the stand-in answers
     tts = ToneTts()
@@ -53,5 +53,17 @@ async def test_the_first_clause_is_a_few_words_then_whole_sentences(words: int, 
 async def test_off_the_first_clause_is_the_first_sentence() -> None:
     assert await spoken_clauses(0) == [
         "Once upon a time there was a small cat named Whiskers.",
+        "She liked fish and naps.",
+    ]
+
+
+async def test_the_profiles_later_clauses_grow_then_are_whole_sentences() -> None:
+    p = cpu_profile()
+    assert p.tts.later_chunk_words  # on in the profile: what the chunker gets from build_stages
+    clauses = await spoken_clauses(p.tts.first_chunk_words, p.tts.later_chunk_words)
+    assert clauses == [
+        "Once upon a time",
+        "there was a small cat named",
+        "Whiskers.",
         "She liked fish and naps.",
     ]

@@ -25,6 +25,20 @@ third of the sentence before the first audio, and the LLM writes less of it (on 
 still counts). Three against four words measured 0.78 vs 1.04 s of Kokoro on the first clause and
 3.26 vs 3.70 s to first audio on one caller (docs/benchmarks.md "End to end")."""
 
+LATER_CHUNK_WORDS = (6, 12)
+"""The clauses after the first grow (``TtsSettings.later_chunk_words``): at most 6 words, then 12,
+also ending at a comma, then whole sentences. A whole sentence after a three-word first chunk took
+longer to synthesise than those words play: the caller heard a silence mid-answer
+(docs/benchmarks.md "Silences inside answers")."""
+
+FIRST_AUDIO_HOLD_ENV = "VOICEMESH_FIRST_AUDIO_HOLD_MS"
+FIRST_AUDIO_HOLD_MS = 0
+"""How long an answer's first audio may wait for its next clause when that clause is expected to
+take longer to synthesise than the first plays (``TtsSettings.first_audio_hold_s``; 0-5000 ms).
+Off by default: on the shared 2-core box a 1 s hold added its second to first audio without a
+measurable cut in the silences (Kokoro ran 3-4x slower than real time there, docs/benchmarks.md
+"Silences inside answers"); try 1000 on a region whose synthesis keeps up with playback."""
+
 FIRST_LEG_ENV = "VOICEMESH_FIRST_LEG_TOKENS"
 FIRST_LEG_TOKENS = 8
 """The cpu profile decodes an answer's first 8 tokens (about the three words of the first chunk),
@@ -113,6 +127,10 @@ def tts_wide_threads() -> int:
 
 def stt_window_frames() -> int:
     return _env_int(STT_WINDOW_ENV, STT_WINDOW_FRAMES, 1000, FULL_WINDOW_FRAMES)
+
+
+def first_audio_hold_s() -> float:
+    return _env_int(FIRST_AUDIO_HOLD_ENV, FIRST_AUDIO_HOLD_MS, 0, 5000) / 1000
 
 
 def first_chunk_words() -> int:

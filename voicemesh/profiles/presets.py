@@ -11,7 +11,9 @@ from voicemesh import paths
 from voicemesh.models.catalog import KOKORO_FP32, QWEN3_8B, SMOLLM2_HF, WHISPER_LARGE_V3
 from voicemesh.models.fetch import runtime_python
 from voicemesh.profiles.levers import (
+    LATER_CHUNK_WORDS,
     cpu_llm_dtype,
+    first_audio_hold_s,
     first_chunk_words,
     first_leg_tokens,
     llm_nice,
@@ -93,6 +95,8 @@ def cpu_profile() -> Profile:
             intra_op_threads=1,
             wide_intra_op_threads=tts_wide_threads(),
             first_chunk_words=first_chunk_words(),
+            later_chunk_words=LATER_CHUNK_WORDS,
+            first_audio_hold_s=first_audio_hold_s(),
         ),
         edge=_edge_models(models),
         voices=CPU_VOICES,
@@ -142,6 +146,8 @@ def gpu_profile() -> Profile:
             lang="en-us",
             intra_op_threads=4,
             first_chunk_words=first_chunk_words(),
+            later_chunk_words=LATER_CHUNK_WORDS,
+            first_audio_hold_s=first_audio_hold_s(),
         ),
         edge=_edge_models(models),
         voices=GPU_VOICES,
