@@ -100,6 +100,8 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
     }
     assert tf.plan_has_changes(good) is True  # exit code 2 of -detailed-exitcode is "changes", not failure
     assert tf.plan_has_changes({**good, "llm_url": "", "region_count": 3}) is True  # + the shared vLLM
+    # + a vLLM of each region's own, named after it, on the ports after llm_port (as in the cloud)
+    assert tf.plan_has_changes({**good, "llm_url": "", "region_count": 3, "llm_per_region": True}) is True
     assert tf.outputs() == {}  # nothing applied yet
     with pytest.raises(TerraformFailed) as caught:
         tf.plan_has_changes({**good, "region_count": 7})
