@@ -11,9 +11,11 @@ loopback, SIGKILLed mid-answer: these tests are about what the region makes of t
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from region.llm import VllmClient
@@ -21,6 +23,9 @@ from region.llm_watch import LlmWatch
 from region.protocols import LlmError, LlmUnreachable
 from region.settings import LlmSettings
 from region.testing import ScriptedLlm, standin_node
+from router.health import HealthReport, RegionHealth
+from router.registry import Location, RegionRecord
+from router.settings import RouterSettings
 from tests.region.dying_llm import DyingLlm
 from voicemesh.processes import free_port
 from wire.errors import ProtocolError, RegionError, decode_error
@@ -131,3 +136,25 @@ async def test_a_slow_check_counts_only_after_misses_in_a_row() -> None:
         await asyncio.sleep(0.01)
     task.cancel()
     assert watch.down is None
+
+
+async def test_the_router_reads_llm_down_as_not_ready_with_its_reason() -> None:
+    """The body a region with a dead LLM serves, decoded as the router's prober decodes it."""
+    llm = ScriptedLlm()
+    node = standin_node(llm=llm)
+    await node.warm_up()
+    llm.reachable = False
+    await node.llm_watch.tick()
+    status, body = node.health()
+    report = msgspec.json.decode(json.dumps(body).encode(), type=HealthReport)
+    region = RegionHealth(
+        RegionRecord(id="eu-west", url="http://127.0.0.1:1", location=Location(lat=50.1, lon=8.7)),
+        RouterSettings(),
+    )
+    region.observe_probe(report, 0.001)
+    assert status == 503 and not report.ready and not region.reachable
+    assert region.status()["region_status"] == "llm_down"
+    assert (
+        region.status()["region_error"]
+        == "the LLM does not answer: LLM at memory://scripted-llm is unreachable (set by the test)"
+    )
