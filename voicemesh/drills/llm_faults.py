@@ -50,9 +50,16 @@ def _supervisor(pid: int) -> psutil.Process | None:
     return None
 
 
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 async def _until_gone(proc: psutil.Process | None, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while proc is not None and proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+    while proc is not None and _running(proc):
         if time.monotonic() > deadline:
             raise DeploymentError(
                 f"`llm serve` (pid {proc.pid}) still runs {timeout_s:.0f} s after its vLLM died"
