@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,35 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
         tf.plan_has_changes({**good, "region_count": 7})
     assert "region_count must be 1, 2 or 3" in caught.value.message
     assert "retry" in caught.value.message
+
+
+def test_llm_per_region_gives_each_region_a_vllm_of_its_own(terraform: Toolchain, tmp_path: Path) -> None:
+    """``llm_per_region`` (``voicemesh up --llm-per-region``): one vLLM process per region, named after
+    it, on the ports from ``llm_port`` on, instead of the shared one (as planned: nothing starts)."""
+    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
+    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
+    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
+    tf.init()
+    base = {
+        "workloads": _local_workloads(tmp_path),
+        "run_dir": str(tmp_path / "run"),
+        "region_keys_path": str(tmp_path / "region-keys.json"),
+        "llm_port": 8200,
+    }
+    shared = tf.planned_outputs(base)
+    own = tf.planned_outputs({**base, "llm_per_region": True})
+
+    def llms(outputs: dict[str, Any]) -> dict[str, str]:
+        return {k: v["pid_file"] for k, v in outputs["processes"].items() if ".llm" in k or "region_llm" in k}
+
+    assert llms(shared) == {
+        "module.llm[0].module.process.null_resource.process": str(tmp_path / "run" / "llm.pid")
+    }
+    assert llms(own) == {
+        f'module.region_llm["{r}"].module.process.null_resource.process': str(
+            tmp_path / "run" / f"llm-{r}.pid"
+        )
+        for r in ("eu-west", "us-east")
+    }
+    argv = own["commands"]["llm"]["argv"]
+    assert argv[argv.index("--port") + 1] == "8200"  # eu-west's; us-east's is on 8201
