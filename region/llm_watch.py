@@ -43,7 +43,11 @@ class LlmWatch:
     async def run(self) -> None:
         """Watch until cancelled."""
         while True:
-            await self.tick()
+            try:
+                await self.tick()
+            except Exception as exc:  # (a watch that dies would leave the region ready on a dead LLM)
+                self._fail(f"the LLM's check failed unexpectedly: {exc!r}")
+                log.exception("region %s: LLM watch", self.region)
             await asyncio.sleep(self.interval_s)
 
     async def tick(self) -> None:
