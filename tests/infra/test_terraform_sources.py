@@ -47,6 +47,15 @@ def _local_workloads(tmp: Path) -> dict[str, object]:
     return dict(workloads.workloads(layout, workloads.Settings()))
 
 
+def _local_adapter(terraform: Toolchain, tmp_path: Path) -> TerraformAdapter:
+    """The local env (and its modules) copied under ``tmp_path``, initialised: for plans."""
+    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
+    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
+    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
+    tf.init()
+    return tf
+
+
 def _terraform_dirs() -> list[Path]:
     return sorted({p.parent for p in INFRA_ROOT.rglob("*.tf") if ".terraform" not in p.parts})
 
@@ -89,10 +98,7 @@ def test_local_env_validates_offline(terraform: Toolchain, tmp_path: Path) -> No
 
 
 def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain, tmp_path: Path) -> None:
-    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
-    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
-    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
-    tf.init()
+    tf = _local_adapter(terraform, tmp_path)
     good = {
         "workloads": _local_workloads(tmp_path),
         "run_dir": str(tmp_path / "run"),
@@ -113,10 +119,7 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
 def test_llm_per_region_gives_each_region_a_vllm_of_its_own(terraform: Toolchain, tmp_path: Path) -> None:
     """``llm_per_region`` (``voicemesh up --llm-per-region``): one vLLM process per region, named after
     it, on the ports from ``llm_port`` on, instead of the shared one (as planned: nothing starts)."""
-    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
-    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
-    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
-    tf.init()
+    tf = _local_adapter(terraform, tmp_path)
     base = {
         "workloads": _local_workloads(tmp_path),
         "run_dir": str(tmp_path / "run"),
