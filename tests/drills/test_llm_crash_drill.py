@@ -62,12 +62,13 @@ async def test_llm_crash_drill_loses_no_turn_and_recovers(target: Deployment, tm
     for region in regions:  # each said why it was not ready
         assert f"{region} /health after the SIGKILL: 503 llm_down: the LLM does not answer: LLM at " in notes
     assert "recovery: the LLM at " in notes and f"{', '.join(sorted(regions))} said ready" in notes
-    # The turn in flight left the region whose LLM died, and (no region had a model) the edge's voice
-    # finished it.
+    # The turn in flight left the region whose LLM died and, no region having a model, ended at the
+    # edge (which finishes what was heard), complete; the turns after it were the edge voice's.
     moved = [t for t in data["turns"] if any(f["from"] == fault["region"] for f in t["failovers"])]
     assert moved, f"no failover from {fault['region']}: {[t['failovers'] for t in data['turns']]}"
-    assert moved[0]["degraded"] and moved[0]["complete"], moved[0]
+    assert moved[0]["complete"] and moved[0]["failovers"][-1]["to"] == "edge", moved[0]["failovers"]
     assert all(hop["reason"] for hop in moved[0]["failovers"]), moved[0]["failovers"]
+    assert data["stats"]["degraded"] >= 1
     verdicts = {v["name"]: v for v in data["verdicts"]}
     assert verdicts["lost_turns"]["measured"] == "0 of 6"
     assert verdicts["calls_lost"]["passed"] and verdicts["calls_duplicated"]["passed"], verdicts
