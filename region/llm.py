@@ -5,7 +5,9 @@ connection mid-response, which vLLM takes as an abort: the request stops using t
 
 vLLM answers a request it finds invalid (a prompt over the model's context, max tokens out of range)
 with a 4xx: that is the client's error (``LlmRefused``, vLLM's message kept), which another region
-would refuse the same way. Any other failure is this region's (``LlmError``).
+would refuse the same way. Any other failure is this region's (``LlmError``, a ``RegionError``: the
+router fails over): a refused connection (``LlmUnreachable``: vLLM's process is gone), a stream that
+breaks mid-answer (vLLM died while writing: ``_broken``), a 5xx, a chunk that is not JSON.
 
 With tools, the stream ends with the answer's function calls (``ToolCall``), whole: how they are
 asked for and checked is ``region/tools.py``.
@@ -21,7 +23,7 @@ from typing import Any
 import httpx
 
 from region import tracing
-from region.protocols import Cut, LlmError
+from region.protocols import Cut, LlmError, LlmUnreachable
 from region.settings import LlmSettings
 from region.think import ThinkFilter
 from region.tools import CallAssembler, chat_message, chat_tools, forced_call, forced_prompt, forced_schema
@@ -31,6 +33,8 @@ from wire.errors import InvalidToolCall, LlmRefused
 from wire.turn import NamedTool, TokenUsage, ToolCall, TurnStart
 
 FORCED_CALL_TRIES = 2
+CHECK_TIMEOUT_S = 3.0
+"""``check``'s answer time: vLLM lists its models at once unless its API server is stuck."""
 
 REQUEST_ERROR_STATUSES = frozenset({400, 413, 422})
 """What vLLM answers when the request itself is wrong (bad input, too large, fails validation)."""
@@ -50,6 +54,17 @@ def _refusal(status: int, body: bytes) -> LlmRefused | LlmError:
     if status in REQUEST_ERROR_STATUSES:
         return LlmRefused(f"the model refused the request: {detail}")
     return LlmError(f"vLLM answered {status}: {detail}")
+
+
+def _broken(url: str, exc: httpx.HTTPError, *, streaming: bool) -> LlmError:
+    """The region's error for a transport failure talking to the LLM at ``url``."""
+    if isinstance(exc, httpx.ConnectError):
+        return LlmUnreachable(
+            f"LLM at {url} is unreachable (connection refused: is its process up?): {exc!r}"
+        )
+    if streaming:
+        return LlmError(f"LLM at {url} broke off its answer mid-stream: {exc!r}")
+    return LlmError(f"LLM at {url} failed: {exc!r}")
 
 
 LEANS_BACK = frozenset(",.;:!?…%)]}'’”")
@@ -131,18 +146,25 @@ class VllmClient:
     async def _deltas(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | TokenUsage, None]:
         """The ``delta`` of each streamed chunk of one request, then its ``TokenUsage``."""
         span, headers = tracing.llm_span(self.settings.served_name)
+        streaming = False
         try:
             with self.workload.running("llm"):
                 async with self._http.stream("POST", "/chat/completions", json=body, headers=headers) as r:
                     if r.status_code != 200:
                         raise _refusal(r.status_code, await r.aread())
+                    streaming = True
                     async for line in r.aiter_lines():
                         if not line.startswith("data:"):
                             continue
                         data = line[5:].strip()
                         if data == "[DONE]":
                             break
-                        chunk = json.loads(data)
+                        try:
+                            chunk = json.loads(data)
+                        except ValueError as exc:  # (a line cut short by a dying server)
+                            raise LlmError(
+                                f"LLM at {self.url} sent a chunk that is not JSON: {data[:80]!r}"
+                            ) from exc
                         if isinstance(usage := chunk.get("usage"), dict):
                             yield TokenUsage(
                                 input_tokens=int(usage.get("prompt_tokens") or 0),
@@ -153,7 +175,7 @@ class VllmClient:
                             yield choices[0].get("delta") or {}
         except httpx.HTTPError as exc:
             span.set_attribute("error.type", type(exc).__name__)
-            raise LlmError(f"LLM at {self.url} failed: {exc!r}") from exc
+            raise _broken(self.url, exc, streaming=streaming) from exc
         finally:
             span.end()
 
@@ -230,13 +252,27 @@ class VllmClient:
         """The whole answer's text at once (the warm-up)."""
         return "".join([d async for d in self.stream(start, user_text) if isinstance(d, str)])
 
+    async def _models(self, timeout_s: float | None = None) -> list[object]:
+        """The model names the server lists (``LlmError`` when it does not answer with them)."""
+        timeout = httpx.Timeout(timeout_s) if timeout_s is not None else httpx.USE_CLIENT_DEFAULT
+        try:
+            resp = await self._http.get("/models", timeout=timeout)
+            if resp.status_code != 200:
+                raise LlmError(f"LLM at {self.url} answered {resp.status_code} for its model list")
+            models = resp.json()
+        except httpx.HTTPError as exc:
+            raise _broken(self.url, exc, streaming=False) from exc
+        except ValueError as exc:
+            raise LlmError(f"LLM at {self.url} is not reachable: {exc!r}") from exc
+        return [m.get("id") for m in models.get("data", [])]
+
+    async def check(self) -> None:
+        """Its model list, with a short timeout: no generation (``region.llm_watch``)."""
+        await self._models(timeout_s=CHECK_TIMEOUT_S)
+
     async def load(self) -> None:
         """Check the server serves our model and warm its prompt path with a one-token answer."""
-        try:
-            models = (await self._http.get("/models")).json()
-        except (httpx.HTTPError, ValueError) as exc:
-            raise LlmError(f"LLM at {self.url} is not reachable: {exc!r}") from exc
-        names = [m.get("id") for m in models.get("data", [])]
+        names = await self._models()
         if self.settings.served_name not in names:
             raise LlmError(f"LLM at {self.url} serves {names}, not {self.settings.served_name}")
         warm = TurnStart(turn_id="warm-up", max_output_tokens=1, temperature=0.0)

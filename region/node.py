@@ -15,6 +15,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from region.admission import Admission
 from region.backends import build_stages
+from region.llm_watch import LlmWatch
 from region.metrics import RegionMetrics
 from region.protocols import LlmError
 from region.settings import RegionSettings
@@ -37,6 +38,12 @@ class RegionNode:
         self.admission = Admission(a.max_concurrent, a.max_queue, region=self.region, max_batch=a.max_batch)
         self.metrics = RegionMetrics(self.region, self.admission)
         self.failed: str | None = None
+        llm = settings.llm
+        self.llm_watch = LlmWatch(
+            stages.llm, interval_s=llm.watch_interval_s, misses=llm.watch_misses, region=self.region,
+            report=self._report,
+        )  # fmt: skip
+        """Started once warm (``watch_llm``): the LLM's death makes the region not ready."""
 
     @classmethod
     def from_settings(
@@ -82,10 +89,16 @@ class RegionNode:
                 await llm.load()
         self._report(f"region {self.region}: LLM warm at {llm.url} ({time.perf_counter() - t0:.1f} s)")
 
+    async def watch_llm(self) -> None:
+        """Once warm: watch the LLM until cancelled (``region.llm_watch``)."""
+        await self.llm_watch.run()
+
     def health(self) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, body): 200 only when every model is warm."""
+        """(HTTP status, body): 200 only when every model is warm and the LLM answers."""
         a = self.admission
         status = "ready" if self.ready else ("failed" if self.failed else "starting")
+        if status == "ready" and self.llm_watch.down is not None:
+            status = "llm_down"
         body: dict[str, Any] = {
             "status": status,
             "region": self.region,
@@ -107,6 +120,9 @@ class RegionNode:
         }
         if self.failed:
             body["error"] = self.failed
+        elif status == "llm_down":
+            body["error"] = f"the LLM does not answer: {self.llm_watch.down}"
+            body["models"]["llm"] = False
         return (200 if status == "ready" else 503), body
 
     async def aclose(self) -> None:

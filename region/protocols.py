@@ -30,6 +30,12 @@ class LlmError(RegionError):
     code = "llm_error"
 
 
+class LlmUnreachable(LlmError):
+    """The LLM's server refused the connection: its process is gone (dead, or not started yet)."""
+
+    code = "llm_unreachable"
+
+
 class Cut(TokenUsage, frozen=True, kw_only=True):
     """The usage a stream ends with when ``stop_after`` cut it short (``LlmClient.stream``): the
     tokens behind the text it yielded. Any other ``TokenUsage``: the answer ended by itself."""
@@ -77,6 +83,11 @@ class LlmClient(Model, Protocol):
         server counted that many output tokens it is aborted where the next word starts, that word
         not yielded (so the text ends at a word's end, not with a space; at once while no text is
         visible yet); its usage is then a ``Cut`` (``region.legs``). Raises ``LlmError``."""
+        ...
+
+    async def check(self) -> None:
+        """Raise ``LlmError`` (``LlmUnreachable``: connection refused) unless the server answers a
+        cheap question now (no generation): ``region.llm_watch``'s probe."""
         ...
 
     async def aclose(self) -> None: ...

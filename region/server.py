@@ -118,6 +118,7 @@ async def serve_region(
                     problem = task.exception()
                     break
                 report(f"region {settings.region_id}: ready at {base} (all models warm)")
+                tasks["llm-watch"] = asyncio.create_task(node.watch_llm(), name="llm-watch")
                 if on_ready is not None:
                     on_ready(node)
                 continue

@@ -48,6 +48,10 @@ class LlmSettings:
     nice: int = 0
     """Scheduling niceness vLLM runs at (0-19): above 0, the region's STT and TTS threads win the
     cores they share with decoding (the cpu profile); 0 where they share none (the gpu profile)."""
+    watch_interval_s: float = 0.5
+    """How often a serving region checks its LLM still answers (``region.llm_watch``)."""
+    watch_misses: int = 3
+    """Failed checks in a row (other than a refused connection: at once) before the LLM is down."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class HealthReport(msgspec.Struct, kw_only=True):
     estimated_turn_s: float | None = None
     """How long a turn holds a slot, by the region's own measure."""
     estimated_wait_s: float | None = None
+    error: str = ""
+    """Why a region that is not ready is not (its LLM does not answer, a model failed to load)."""
 
     @property
     def ready(self) -> bool:
@@ -226,6 +228,7 @@ class RegionHealth:
             "probe_error": self.probe_error,
             "ready": None if rep is None else rep.ready,
             "region_status": None if rep is None else rep.status,
+            "region_error": None if rep is None else rep.error or None,
             "load": None if rep is None else rep.load,
             "queue_depth": None if rep is None else rep.queue_depth,
             "free_slots": None if rep is None else rep.free_slots,

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import numpy as np
 
 from region.cancel import Cancelled, CancelToken
-from region.protocols import Cut, choose_voice
+from region.protocols import Cut, LlmUnreachable, choose_voice
 from region.voice_styles import check_custom
 from wire.audio import REGION_OUT_RATE, STT_RATE, FloatAudio
 from wire.turn import Segment, TokenUsage, ToolCall, TurnStart
@@ -117,9 +117,15 @@ class ScriptedLlm:
         """Each stream's ``stop_after``, as it ended."""
         self.aborted = 0
         """Streams closed before their reply was all sent (the real client aborts the request)."""
+        self.reachable = True
+        """``False``: ``check`` fails as a dead server's would (``region.llm_watch``)."""
 
     async def load(self) -> None:
         pass
+
+    async def check(self) -> None:
+        if not self.reachable:
+            raise LlmUnreachable(f"LLM at {self.url} is unreachable (set by the test)")
 
     async def stream(
         self, start: TurnStart, user_text: str, *, stop_after: int = 0

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,15 @@ def _local_workloads(tmp: Path) -> dict[str, object]:
     files = {name: str(tmp / name) for name in ("region-keys", "registry", "api-keys", "admin-keys")}
     layout = workloads.local_layout(home=str(tmp), voicemesh="/bin/true", files=files)
     return dict(workloads.workloads(layout, workloads.Settings()))
+
+
+def _local_adapter(terraform: Toolchain, tmp_path: Path) -> TerraformAdapter:
+    """The local env (and its modules) copied under ``tmp_path``, initialised: for plans."""
+    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
+    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
+    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
+    tf.init()
+    return tf
 
 
 def _terraform_dirs() -> list[Path]:
@@ -88,10 +98,7 @@ def test_local_env_validates_offline(terraform: Toolchain, tmp_path: Path) -> No
 
 
 def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain, tmp_path: Path) -> None:
-    shutil.copytree(INFRA_ROOT / "modules", tmp_path / "modules")
-    shutil.copytree(INFRA_ROOT / "envs" / "local", tmp_path / "envs" / "local")
-    tf = TerraformAdapter(tmp_path / "envs" / "local", toolchain=terraform, state=tmp_path / "t.tfstate")
-    tf.init()
+    tf = _local_adapter(terraform, tmp_path)
     good = {
         "workloads": _local_workloads(tmp_path),
         "run_dir": str(tmp_path / "run"),
@@ -100,8 +107,39 @@ def test_adapter_plans_and_reports_errors_with_a_next_step(terraform: Toolchain,
     }
     assert tf.plan_has_changes(good) is True  # exit code 2 of -detailed-exitcode is "changes", not failure
     assert tf.plan_has_changes({**good, "llm_url": "", "region_count": 3}) is True  # + the shared vLLM
+    # + a vLLM of each region's own, named after it, on the ports after llm_port (as in the cloud)
+    assert tf.plan_has_changes({**good, "llm_url": "", "region_count": 3, "llm_per_region": True}) is True
     assert tf.outputs() == {}  # nothing applied yet
     with pytest.raises(TerraformFailed) as caught:
         tf.plan_has_changes({**good, "region_count": 7})
     assert "region_count must be 1, 2 or 3" in caught.value.message
     assert "retry" in caught.value.message
+
+
+def test_llm_per_region_gives_each_region_a_vllm_of_its_own(terraform: Toolchain, tmp_path: Path) -> None:
+    """``llm_per_region`` (``voicemesh up --llm-per-region``): one vLLM process per region, named after
+    it, on the ports from ``llm_port`` on, instead of the shared one (as planned: nothing starts)."""
+    tf = _local_adapter(terraform, tmp_path)
+    base = {
+        "workloads": _local_workloads(tmp_path),
+        "run_dir": str(tmp_path / "run"),
+        "region_keys_path": str(tmp_path / "region-keys.json"),
+        "llm_port": 8200,
+    }
+    shared = tf.planned_outputs(base)
+    own = tf.planned_outputs({**base, "llm_per_region": True})
+
+    def llms(outputs: dict[str, Any]) -> dict[str, str]:
+        return {k: v["pid_file"] for k, v in outputs["processes"].items() if ".llm" in k or "region_llm" in k}
+
+    assert llms(shared) == {
+        "module.llm[0].module.process.null_resource.process": str(tmp_path / "run" / "llm.pid")
+    }
+    assert llms(own) == {
+        f'module.region_llm["{r}"].module.process.null_resource.process': str(
+            tmp_path / "run" / f"llm-{r}.pid"
+        )
+        for r in ("eu-west", "us-east")
+    }
+    argv = own["commands"]["llm"]["argv"]
+    assert argv[argv.index("--port") + 1] == "8200"  # eu-west's; us-east's is on 8201

@@ -86,7 +86,7 @@ def _planned_ports(variables: dict[str, object]) -> list[int]:
     if num("prometheus_port", 0):
         ports.append(num("prometheus_port", 0))
     if not variables.get("llm_url"):
-        ports.append(num("llm_port", 8100))
+        ports += [num("llm_port", 8100) + i for i in range(regions if variables.get("llm_per_region") else 1)]
     return ports
 
 
@@ -162,13 +162,14 @@ async def _supervise_forever() -> None:
 @click.option("--redis-port", default=6390, show_default=True, type=int, help="Port of the edges' Redis.")
 @click.option("--llm-port", default=8100, show_default=True, type=int,
               help="Port of the vLLM started here (not with --llm-url).")  # fmt: skip
+@click.option("--llm-per-region", is_flag=True, help="A vLLM per region (ports from --llm-port on).")
 @click.option("--detach", is_flag=True, help="Leave it running (supervised); stop it with `voicemesh down`.")
 @click.option("--skip-models", is_flag=True, help="Do not check the models first.")
 @click.option("--supervise/--no-supervise", default=True, show_default=True,
               help="Re-provision a process that dies (off: a drill's region must stay dead).")  # fmt: skip
 def up(
     regions: int, edges: int, llm_url: str | None, port: int, base_port: int, redis_port: int,
-    llm_port: int, detach: bool, skip_models: bool, supervise: bool,
+    llm_port: int, llm_per_region: bool, detach: bool, skip_models: bool, supervise: bool,
 ) -> None:  # fmt: skip
     """Run the local deployment: regions, Redis, edges and their front door (HAProxy on --port, the one
     client URL), provisioned by Terraform, supervised."""
@@ -191,12 +192,13 @@ def up(
                 ensure_models(report=_say, runtime=llm_url is None)
             _say(
                 "[2/3] regions, Redis, edges and the front door (terraform, env local)"
-                + ("" if llm_url else " with a shared vLLM")
+                + ("" if llm_url else " with a vLLM per region" if llm_per_region else " with a shared vLLM")
             )
             env = environment(ENV, _say)
             variables: dict[str, object] = {
                 "region_count": regions, "base_port": base_port, "llm_url": llm_url or "",
                 "edge_count": edges, "edge_port": port + 1, "redis_port": redis_port, "llm_port": llm_port,
+                "llm_per_region": llm_per_region and not llm_url,
                 "frontdoor_port": port, "frontdoor_stats_port": port + edges + 1, "haproxy_bin": haproxy,
                 "prometheus_port": free_port(), "prometheus_bin": prometheus,
                 "api_key_path": str(_key_file("api-key", "vm-")),

@@ -163,6 +163,7 @@ def drill(
     \b
     Scenarios (docs/drills.md shows a report of each):
       region-crash      SIGKILL the busiest region mid-answer; Terraform restarts it
+      llm-crash         SIGKILL the serving region's LLM (vLLM) mid-answer; Terraform restarts it
       region-hang       SIGSTOP the busiest region mid-answer, SIGCONT after --hold
       region-slow       a loopback fault proxy adds latency in front of the busiest region
       region-flap       the busiest region refuses and drops connections, --flaps times

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from voicemesh.drills.drill_context import DrillContext, Inject
 from voicemesh.drills.edge_faults import crash_edge, drain_edges, redis_down
+from voicemesh.drills.llm_faults import crash_llm
 from voicemesh.drills.region_faults import crash_region, flap_region, hang_region, slow_region
 
 
@@ -41,6 +42,8 @@ CHAOS_KINDS: dict[str, ChaosKind] = {
         ChaosKind("edge-crash", crash_edge, "edge"),
         ChaosKind("edge-drain", drain_edges, "edge"),
         ChaosKind("redis-down", redis_down, "edge"),
+        # The local regions share one vLLM: its death is every region's fault at once.
+        ChaosKind("llm-crash", crash_llm, "region"),
     )
 }
 

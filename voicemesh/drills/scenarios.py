@@ -2,8 +2,9 @@
 
 Every fault fires at a moment of a turn (by default when the first words of turn ``at_turn``'s
 answer reach a caller, i.e. mid-answer), lasts ``hold_s``, and is undone; ``Undo`` guarantees the undo
-also runs when the drill is interrupted. The faults are ``voicemesh/drills/region_faults.py`` and
-``voicemesh/drills/edge_faults.py``; what they see, ``voicemesh/drills/drill_context.py``.
+also runs when the drill is interrupted. The faults are ``voicemesh/drills/region_faults.py``,
+``voicemesh/drills/edge_faults.py`` and ``voicemesh/drills/llm_faults.py``; what they see,
+``voicemesh/drills/drill_context.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from voicemesh.drills.drill_context import Inject
 from voicemesh.drills.edge_faults import crash_edge, drain_edges, redis_down
+from voicemesh.drills.llm_faults import crash_llm
 from voicemesh.drills.records import TurnRecord
 from voicemesh.drills.region_faults import (
     all_regions_down,
@@ -56,6 +58,13 @@ SCENARIOS: dict[str, Scenario] = {
             "SIGKILL the busiest region mid-answer (one caller calls a function every turn);"
             " Terraform brings it back",
             crash_region,
+            tool_callers=1,
+        ),
+        Scenario(
+            "llm-crash",
+            "SIGKILL the LLM (vLLM) of the region serving an answer, mid-answer (one caller calls a"
+            " function every turn); Terraform restarts it, the regions warm it and say ready again",
+            crash_llm,
             tool_callers=1,
         ),
         Scenario("region-hang", "SIGSTOP the busiest region mid-answer, SIGCONT after hold_s", hang_region),

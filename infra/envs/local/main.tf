@@ -1,5 +1,6 @@
 # Local environment: two (or three) regions on loopback, each its own process with its own port,
-# pseudo-location and residency tag, and one shared vLLM (or an LLM you already run); with
+# pseudo-location and residency tag, and one shared vLLM (or an LLM you already run; or, with
+# llm_per_region, a vLLM of each region's own on the ports after llm_port, as in the cloud); with
 # edge_count > 0, that many edges in front of them (consecutive ports, each at its own
 # pseudo-location) sharing one redis-server. Driven by `voicemesh up|down` and
 # `voicemesh infra up|down|status --env local`; the registry is built from `regions`. Every command
@@ -15,7 +16,7 @@ locals {
   ]
   regions = {
     for index, region in slice(local.catalogue, 0, var.region_count) :
-    region.id => merge(region, { port = var.base_port + index })
+    region.id => merge(region, { port = var.base_port + index, llm_port = var.llm_port + index })
   }
   # Where users are: each edge ranks the regions nearest to it first (the router's distance prior).
   edge_catalogue = [
@@ -28,16 +29,29 @@ locals {
     for index, edge in slice(local.edge_catalogue, 0, var.edge_count) :
     edge.id => merge(edge, { port = var.edge_port + index })
   }
-  own_llm = var.llm_url == ""
-  llm_url = local.own_llm ? module.llm[0].url : var.llm_url
+  own_llm    = var.llm_url == ""
+  region_llm = local.own_llm && var.llm_per_region
+  llm_url    = local.region_llm ? "" : local.own_llm ? module.llm[0].url : var.llm_url
+  # The LLM each region talks to: its own, or the shared one.
+  llm_urls = { for id in keys(local.regions) : id => local.region_llm ? module.region_llm[id].url : local.llm_url }
 }
 
 module "llm" {
   source   = "../../modules/llm-local"
-  count    = local.own_llm ? 1 : 0
+  count    = local.own_llm && !var.llm_per_region ? 1 : 0
   workload = var.workloads.llm
   run_dir  = var.run_dir
   port     = var.llm_port
+}
+
+# llm_per_region: each region's own vLLM (its death is that region's alone, as in the cloud).
+module "region_llm" {
+  source   = "../../modules/llm-local"
+  for_each = local.region_llm ? local.regions : {}
+  name     = "llm-${each.key}"
+  workload = var.workloads.llm
+  run_dir  = var.run_dir
+  port     = each.value.llm_port
 }
 
 module "region" {
@@ -49,7 +63,7 @@ module "region" {
   location  = each.value.location
   residency = each.value.residency
   run_dir   = var.run_dir
-  llm_url   = local.llm_url
+  llm_url   = local.llm_urls[each.key]
   capacity  = var.max_concurrent
 }
 
@@ -115,7 +129,8 @@ module "prometheus" {
   targets = {
     edge   = [for id in sort(keys(local.edges)) : { id = id, address = "127.0.0.1:${local.edges[id].port}" }]
     region = [for id in sort(keys(local.regions)) : { id = id, address = "127.0.0.1:${local.regions[id].port}" }]
-    llm    = [{ id = "llm", address = regex("^https?://([^/]+)", local.llm_url)[0] }]
+    llm = [for id, url in(local.region_llm ? local.llm_urls : { llm = local.llm_url }) :
+    { id = id, address = regex("^https?://([^/]+)", url)[0] }]
   }
   rules_dir          = module.rules.rules_dir
   metrics_token_path = var.metrics_token_path

@@ -4,8 +4,8 @@ output "regions" {
 }
 
 output "llm_url" {
-  description = "The LLM the regions use."
-  value       = local.llm_url
+  description = "The LLM the regions use (llm_per_region: each region's, in region order, space-separated)."
+  value       = local.region_llm ? join(" ", [for id in sort(keys(local.llm_urls)) : local.llm_urls[id]]) : local.llm_url
 }
 
 output "processes" {
@@ -15,6 +15,9 @@ output "processes" {
       "module.region[\"${id}\"].module.process.null_resource.process" => module.region[id].process
     },
     { for llm in module.llm : "module.llm[0].module.process.null_resource.process" => llm.process },
+    { for id, llm in module.region_llm :
+      "module.region_llm[\"${id}\"].module.process.null_resource.process" => llm.process
+    },
     { for redis in module.redis : "module.redis[0].module.process.null_resource.process" => redis.process },
     { for id in keys(local.edges) :
       "module.edge[\"${id}\"].module.process.null_resource.process" => module.edge[id].process
@@ -39,6 +42,9 @@ output "commands" {
       id = id, argv = module.edge[id].argv, env = module.edge[id].env, mounts = keys(var.workloads.edge.mounts) }
     },
     { for llm in module.llm : "llm" => { id = "llm", argv = llm.argv, env = llm.env, mounts = keys(var.workloads.llm.mounts) } },
+    { for id in slice(sort(keys(module.region_llm)), 0, min(1, length(module.region_llm))) : "llm" => {
+      id = id, argv = module.region_llm[id].argv, env = module.region_llm[id].env, mounts = keys(var.workloads.llm.mounts) }
+    },
   )
 }
 

@@ -47,9 +47,15 @@ variable "llm_url" {
 }
 
 variable "llm_port" {
-  description = "Port of the shared vLLM started when llm_url is empty."
+  description = "Port of the shared vLLM started when llm_url is empty (llm_per_region: the first region's; the next, llm_port + 1, ...)."
   type        = number
   default     = 8100
+}
+
+variable "llm_per_region" {
+  description = "Start a vLLM for each region (as in the cloud: an LLM's death is one region's) instead of one they share. Each takes ~2.9 GB and they start together (docs/drills/llm-crash.md)."
+  type        = bool
+  default     = false
 }
 
 variable "profile" {

@@ -1,5 +1,6 @@
-# One vLLM on this machine, shared by every local region (`voicemesh llm serve`, voicemesh.workloads'
-# command line). In the cloud each region pod runs the same command in a container beside it.
+# One vLLM on this machine (`voicemesh llm serve`, voicemesh.workloads' command line): shared by every
+# local region, or one region's own (llm_per_region). In the cloud each region pod runs the same
+# command in a container beside it.
 
 locals {
   url    = "http://${var.host}:${var.port}/v1"
@@ -10,7 +11,7 @@ locals {
 
 module "process" {
   source          = "../local-process"
-  name            = "llm"
+  name            = var.name
   command         = local.argv
   env             = local.env
   run_dir         = var.run_dir

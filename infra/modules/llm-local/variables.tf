@@ -1,3 +1,9 @@
+variable "name" {
+  description = "Names its pid, log and ready files: llm (shared) or llm-<region> (a region's own)."
+  type        = string
+  default     = "llm"
+}
+
 variable "workload" {
   description = "The LLM's process from voicemesh.workloads: argv and env with the placeholder {port}."
   type        = object({ argv = list(string), env = map(string) })
