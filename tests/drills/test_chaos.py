@@ -72,9 +72,9 @@ def test_plan_is_bounded_by_count_and_by_window() -> None:
 
 def test_plan_rejects_an_unknown_kind() -> None:
     with pytest.raises(
-        ValueError, match="unknown chaos fault kinds \\['llm-crash'\\]: known are region-crash"
+        ValueError, match="unknown chaos fault kinds \\['meteor'\\]: known are region-crash"
     ):
-        plan_chaos(ChaosConfig(seed=1, minutes=1, kinds=("region-crash", "llm-crash")))
+        plan_chaos(ChaosConfig(seed=1, minutes=1, kinds=("region-crash", "meteor")))
 
 
 async def test_run_chaos_holds_the_rules_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ and noted. When the window is over the callers finish the turn they are in and h
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -88,15 +89,18 @@ def plan_chaos(config: ChaosConfig) -> list[PlannedFault]:
     while len(plan) < config.max_faults:
         kind = first.pop(0) if first else rng.choice(config.kinds)
         tier = CHAOS_KINDS[kind].tier
-        while True:  # the earliest moment from t this fault may start at
+        while True:  # the earliest moment from t this fault may start at (in centiseconds)
+            t = math.ceil(t * 100) / 100
             active = [p for p in plan if p.at_s <= t < p.at_s + p.hold_s]
             blocking = [p for p in active if CHAOS_KINDS[p.kind].tier == tier]
             if len(active) < config.max_overlap and not blocking:
                 break
-            t = min(p.at_s + p.hold_s for p in (blocking or active))
+            # Past the end of the fault in the way: its end is a float sum, whose last bit could
+            # round a start at it back inside it.
+            t = min(p.at_s + p.hold_s for p in (blocking or active)) + 0.005
         if t >= config.window_s:
             break
-        plan.append(PlannedFault(kind, round(t, 2), round(rng.uniform(*config.hold_s), 2)))
+        plan.append(PlannedFault(kind, t, round(rng.uniform(*config.hold_s), 2)))
         t += rng.uniform(*config.gap_s)
     return plan
 
