@@ -71,9 +71,7 @@ def test_plan_is_bounded_by_count_and_by_window() -> None:
 
 
 def test_plan_rejects_an_unknown_kind() -> None:
-    with pytest.raises(
-        ValueError, match="unknown chaos fault kinds \\['meteor'\\]: known are region-crash"
-    ):
+    with pytest.raises(ValueError, match="unknown chaos fault kinds \\['meteor'\\]: known are region-crash"):
         plan_chaos(ChaosConfig(seed=1, minutes=1, kinds=("region-crash", "meteor")))
 
 
