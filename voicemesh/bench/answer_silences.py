@@ -67,6 +67,9 @@ class PacedLlm:
             await asyncio.sleep(self.pause_s)
             yield word if i == 0 else " " + word
 
+    async def check(self) -> None:
+        pass  # (always up: no server behind it)
+
     async def aclose(self) -> None:
         pass
 
