@@ -50,7 +50,7 @@ PAUSED: tuple[tuple[str, str, str, int], ...] = (
 PAUSE_S = 0.8
 BACKCHANNELS: tuple[tuple[str, str, str], ...] = (
     # (what the caller says, what espeak-ng is given (phonemes in [[ ]]), voice)
-    ("mm-hm", "[[m'hm]]", "en-us"),
+    ("mm-hm", "[[m@'h@m]]", "en-us"),
     ("yeah", "yeah", "en-gb"),
     ("right", "right", "en-us+f2"),
 )

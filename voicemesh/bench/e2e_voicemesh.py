@@ -89,8 +89,9 @@ async def _voicemesh_turn(conn: Any, sample: Sample, speaker: Speaker) -> None:
                     sample.error = f"response {status}"
 
     def over() -> bool:
-        # (a speech start the edge never transcribed, e.g. dropped as too short, is waited for a while)
-        transcribed = all(i in heard for i in sentence_items()) or log.now() - log.last_activity_s > 10
+        # (a speech item the edge never transcribes, e.g. one whose response was cancelled, is waited
+        # for a while only)
+        transcribed = all(i in heard for i in sentence_items()) or log.now() - log.last_activity_s > 4
         return speaker.settled() and transcribed
 
     listener = asyncio.create_task(listen())
