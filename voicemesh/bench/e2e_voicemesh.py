@@ -89,8 +89,7 @@ async def _voicemesh_turn(conn: Any, sample: Sample, speaker: Speaker) -> None:
                     sample.error = f"response {status}"
 
     def over() -> bool:
-        # (a speech item the edge never transcribes, e.g. one whose response was cancelled, is waited
-        # for a while only)
+        # (a speech item the edge never transcribes, e.g. too short to commit, is waited for a while only)
         transcribed = all(i in heard for i in sentence_items()) or log.now() - log.last_activity_s > 4
         return speaker.settled() and transcribed
 
@@ -121,7 +120,10 @@ async def _voicemesh_caller(
     samples = []
     async with realtime_connect(url, key, max_retries=0) as conn:
         session = session_config(instructions=SYSTEM_PROMPT, max_output_tokens=options.max_output_tokens)
-        session["audio"] = {"input": {"turn_detection": {"type": mode}}}
+        # Input transcription on: a sentence part whose response was cancelled (a pause taken for the
+        # end) is transcribed too, as Pipecat's STT transcribes everything it hears (the WER compares).
+        turn_input = {"turn_detection": {"type": mode}, "transcription": {"model": "whisper-1"}}
+        session["audio"] = {"input": turn_input}
         await conn.session.update(session=session)  # type: ignore[arg-type]
         async for event in conn:
             if event.type == "session.updated":
