@@ -36,7 +36,7 @@ async def test_smallest_run_has_every_mode_of_both_sides_and_ratios(
 
     [level] = result["levels"]
     assert level["callers"] == 1
-    assert list(level["modes"]) == [key(m) for m in MODE_ORDER]
+    assert sorted(level["modes"]) == sorted(key(m) for m in MODE_ORDER)
     for name, figures in level["modes"].items():
         # One turn: a sentence with a thinking pause, "mm-hm" while its answer plays.
         assert (figures["turns"], figures["paused"]) == (1, 1), (name, result["samples"])
@@ -52,7 +52,8 @@ async def test_smallest_run_has_every_mode_of_both_sides_and_ratios(
         assert sample["answers"] and sample["reply_text"], sample
         assert sample["sentence_end_s"] > 0 and sample["backchannel_s"] is not None, sample
         assert sample["error"] == "", sample
-    assert "| 1 | voicemesh | server_vad |" in result["table"] and "| 1 | pipecat | vad_only |" in result["table"]
+    for row in ("| 1 | voicemesh | server_vad |", "| 1 | pipecat | vad_only |"):
+        assert row in result["table"], result["table"]
     assert json.loads(out.read_text())["levels"] == result["levels"]
     for mode in MODE_ORDER:
         assert any(f" {mode}: " in line for line in progress), (mode, progress)

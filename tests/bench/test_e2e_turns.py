@@ -49,6 +49,16 @@ def test_a_backchannel_stops_an_answer_only_while_it_plays() -> None:
     assert backchannel_stopped(None, answer, [7.4]) is None
 
 
+def test_a_backchannel_in_a_slow_clauses_silence_still_stops_the_answer() -> None:
+    # The first clause plays 6.0 -> 7.0; the next is late; "mm-hm" at 7.2, the system cancels at
+    # 7.3 (its response ends there): the caller never hears the rest. As measured on voicemesh
+    # server_vad under load.
+    answer = [[[6.0, 1.0]]]
+    assert backchannel_stopped(7.2, answer, [7.3], [7.3]) is True
+    # The system had finished the answer at 6.5 and played it out by 7.0: nothing left to stop.
+    assert backchannel_stopped(7.2, answer, [7.3], [6.5]) is None
+
+
 def test_silences_per_answer_to_the_sentence() -> None:
     answers = [[[6.0, 1.0], [7.5, 1.0]], [[12.0, 1.0], [14.0, 1.0]]]
     [only] = answer_silences(answers, backchannel_s=10.0)  # the second answers the backchannel
@@ -75,5 +85,9 @@ def test_the_speaker_says_the_backchannel_a_second_into_the_answer() -> None:
     log.audio("r1", 1.0)
     log.audio("r2", 1.0)
     assert [len(a) for a in log.answers] == [2, 1]  # a new response is a new answer
+    log.answering = True
+    clock[0] = 2.0
+    log.stop()  # abandoned while being produced: the current answer ends there
+    assert log.answer_ends_s == [None, 2.0] and not log.answering
     clock[0] = 5.0
     assert speaker.next() == bytes(4) and speaker.settled()

@@ -22,6 +22,8 @@ class TurnLog:
     backchannel_s: float | None = None
     answers: list[list[list[float]]] = field(default_factory=list)
     stops_s: list[float] = field(default_factory=list)
+    answer_ends_s: list[float | None] = field(default_factory=list)
+    """Per answer, when the system finished or abandoned it (``None``: not yet)."""
     answering: bool = False
     """Between a response's start and its end (Pipecat queues the end behind the answer's audio)."""
     responses_done: int = 0
@@ -37,16 +39,25 @@ class TurnLog:
         if answer != self._answer or not self.answers:
             self._answer = answer
             self.answers.append([])
+            self.answer_ends_s.append(None)
         self.answers[-1].append([now, seconds])
         self.last_activity_s = now
 
     def response(self, started: bool) -> None:
         self.answering, self.last_activity_s = started, self.now()
         self.responses_done += not started
+        if not started:
+            self._answer_over()
+
+    def _answer_over(self) -> None:
+        if self.answer_ends_s and self.answer_ends_s[-1] is None:
+            self.answer_ends_s[-1] = self.now()
 
     def stop(self) -> None:
         """The system abandoned an answer (a cancelled response; an interruption): it is over."""
         self.stops_s.append(self.now())
+        if self.answering:
+            self._answer_over()
         self.answering, self.last_activity_s = False, self.now()
 
     def first_audio_after_end(self) -> float | None:
@@ -56,7 +67,7 @@ class TurnLog:
 
     def into(self, sample: Sample) -> Sample:
         sample.sentence_end_s, sample.backchannel_s = self.sentence_end_s, self.backchannel_s
-        sample.answers, sample.stops_s = self.answers, self.stops_s
+        sample.answers, sample.stops_s, sample.answer_ends_s = self.answers, self.stops_s, self.answer_ends_s
         return sample.settle()
 
 

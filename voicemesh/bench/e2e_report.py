@@ -53,6 +53,8 @@ class Sample:
     answers: list[list[list[float]]] = field(default_factory=list)
     """Per answer, its audio chunks as (arrival s, duration s)."""
     stops_s: list[float] = field(default_factory=list)
+    answer_ends_s: list[float | None] = field(default_factory=list)
+    """Per answer, when the system finished or abandoned it (its response's end)."""
     ttfa_s: float | None = None
     """Last speech sample sent -> first audio received (``None`` if cut or unanswered)."""
     cut: bool | None = None
@@ -73,7 +75,9 @@ class Sample:
         """Fill the derived fields (cut, time to first audio, backchannel) from the times."""
         self.cut = turns.cut(self.paused, self.sentence_end_s, self.answers, self.backchannel_s)
         self.ttfa_s = turns.ttfa(self.sentence_end_s, self.answers, self.cut)
-        self.backchannel_stopped = turns.backchannel_stopped(self.backchannel_s, self.answers, self.stops_s)
+        self.backchannel_stopped = turns.backchannel_stopped(
+            self.backchannel_s, self.answers, self.stops_s, self.answer_ends_s
+        )
         return self
 
 

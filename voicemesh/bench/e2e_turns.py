@@ -11,10 +11,11 @@ The caller plays an answer's chunks back to back, each at its arrival or the end
   sentence's end was sent, or if more than one answer to it was heard (answers starting before the
   backchannel, if any). A cut turn has no time to first audio.
 - **time to first audio**: the first answer chunk's arrival minus ``sentence_end_s``.
-- **backchannel stopped the answer**: an answer was playing when the backchannel began (its first
-  chunk had arrived and its playback had not ended) and a stop signal came after the backchannel
-  began and before that answer's playback ended. A backchannel said when no answer was playing
-  counts in neither direction.
+- **backchannel stopped the answer**: an answer was in progress when the backchannel began (its
+  first chunk had arrived, and its playback had not ended or the system had not finished it: a slow
+  clause is a silence inside the answer) and a stop signal came after the backchannel began and
+  before the answer was over. A backchannel said when no answer was in progress counts in neither
+  direction.
 - **mid-answer silence**: ``silences.mid_answer_silences`` of each answer to the sentence.
 """
 
@@ -58,19 +59,30 @@ def ttfa(sentence_end_s: float | None, answers: Sequence[Chunks], was_cut: bool 
     return min(firsts) - sentence_end_s if firsts else None
 
 
+def answer_over(chunks: Chunks, ended_s: float | None) -> float:
+    """When the caller had the whole answer: its playback's end, or later if the system was still
+    producing it (a slow clause leaves a silence, not an end)."""
+    end = playback_end(chunks)
+    return end if ended_s is None else max(end, ended_s)
+
+
 def backchannel_stopped(
-    backchannel_s: float | None, answers: Sequence[Chunks], stops_s: Sequence[float]
+    backchannel_s: float | None,
+    answers: Sequence[Chunks],
+    stops_s: Sequence[float],
+    ends_s: Sequence[float | None] = (),
 ) -> bool | None:
-    """Whether the backchannel stopped the answer playing when it began (``None``: no backchannel,
-    or no answer was playing then)."""
+    """Whether the backchannel stopped the answer in progress when it began (``None``: no
+    backchannel, or no answer in progress then). ``ends_s``: per answer, when the system finished
+    or abandoned it."""
     if backchannel_s is None:
         return None
     b = backchannel_s
-    playing = [a for a in answers if a and a[0][0] <= b < playback_end(a)]
-    if not playing:
-        return None
-    end = playback_end(playing[0])
-    return any(b <= s < end for s in stops_s)
+    for i, chunks in enumerate(answers):
+        over = answer_over(chunks, ends_s[i] if i < len(ends_s) else None)
+        if chunks and chunks[0][0] <= b < over:
+            return any(b <= s <= over for s in stops_s)
+    return None
 
 
 def answer_silences(
