@@ -29,7 +29,7 @@ async def test_smallest_run_has_every_mode_of_both_sides_and_ratios(
     out = tmp_path / "e2e.json"
     options = E2eOptions(
         llm_url=llm_url, callers=(1,), passes=1, utterances=1, warm_up=False, json_out=str(out),
-        work_dir=str(tmp_path / "work"),
+        work_dir=str(tmp_path / "work"), max_output_tokens=20,  # a short answer: a shorter test
     )  # fmt: skip
     progress: list[str] = []
     result = await run_e2e(options, progress.append)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from click.testing import CliRunner
+
 from voicemesh.bench.e2e_inputs import MODE_ORDER, caller_order
 from voicemesh.bench.e2e_report import (
     MODES,
@@ -18,6 +20,7 @@ from voicemesh.bench.e2e_report import (
 )
 from voicemesh.bench.e2e_table import table
 from voicemesh.cli.bench_e2e import E2E_MODES
+from voicemesh.cli.common import bench
 
 
 def _sample(
@@ -129,3 +132,9 @@ def test_the_table_says_where_voicemeshs_time_went() -> None:
     text = table(summarize(samples), samples)
     assert "voicemesh stages, p50 ms: eos 512, commit 2, region 1100, relay 0" in text
     assert "stages" not in table(summarize(samples))  # without the samples, no stage line
+
+
+def test_an_unknown_turn_mode_is_refused_with_the_choices() -> None:
+    result = CliRunner().invoke(bench, ["e2e", "--modes", "server_vad,smart"])
+    assert result.exit_code != 0
+    assert "--modes" in result.output and "semantic_vad" in result.output and "vad_only" in result.output
