@@ -4,14 +4,16 @@ stock Pipecat pipeline on the same models, the same prompt and the same utteranc
 voicemesh: vLLM (started here, or ``--llm-url``), one ``voicemesh region serve`` and one
 ``voicemesh edge serve`` as processes (``LocalRegion``, ``EdgeProcess``); each caller is the stock
 ``openai`` SDK's Realtime client (``voicemesh.realtime``) sending 40 ms appends at real-time pace,
-then silence, with the edge's default server VAD. Pipecat: ``voicemesh.bench.e2e_pipecat``, one
-stock pipeline per caller in a process of its own, on the same vLLM, Whisper directory, Kokoro
-model, voice file and voice. Passes alternate (voicemesh, pipecat, voicemesh, ...) at each
-concurrency, so load from anything else on the machine hits both alike.
+with ``turn_detection`` ``server_vad`` or ``semantic_vad``. Pipecat: ``voicemesh.bench.e2e_pipecat``,
+one stock pipeline per caller in a process of its own, on the same vLLM, Whisper directory, Kokoro
+model, voice file and voice, in its default turn mode (Smart Turn v3) or VAD-only. Passes alternate
+(voicemesh server_vad, pipecat smart_turn, voicemesh semantic_vad, pipecat vad_only, ...) at each
+concurrency, so load from anything else on the machine hits all alike.
 
-Each turn is timed from the moment the audio frame holding the last speech sample was sent to the
-first audio delta (voicemesh) or ``TTSAudioRawFrame`` (Pipecat). Utterances are espeak-ng speech
-in several voices and lengths, made at run time; each side's transcript is scored against the text.
+Turns are espeak-ng speech in several voices, made at run time, some with a thinking pause
+mid-sentence, some with a backchannel during the answer (``e2e_inputs``); every side is held to
+the same rules (``e2e_turns``): time to first audio, paused sentences cut, backchannels that stopped
+an answer, mid-answer silence as the caller hears it, and the transcript's word error.
 
 The inputs both sides get are ``voicemesh.bench.e2e_inputs``; the voicemesh side is
 ``voicemesh.bench.e2e_voicemesh``; this module runs the Pipecat side's passes and the whole bench.
@@ -29,9 +31,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from voicemesh.bench.e2e_inputs import SYSTEM_PROMPT, E2eOptions, Utterance, caller_order, make_utterances
-from voicemesh.bench.e2e_report import Sample, as_json, summarize, table
-from voicemesh.bench.e2e_voicemesh import voicemesh_pass, voicemesh_stack
+from voicemesh.bench.e2e_inputs import SYSTEM_PROMPT, E2eOptions, Utterance, caller_order, make_turns
+from voicemesh.bench.e2e_report import MODES, Sample, as_json, summarize
+from voicemesh.bench.e2e_table import table
+from voicemesh.bench.e2e_voicemesh import VoicemeshStack, voicemesh_pass, voicemesh_stack
 from voicemesh.processes import log_tail, spawn, stop_async
 from voicemesh.profiles import Profile, cpu_profile
 from wire.errors import VoicemeshError
@@ -47,8 +50,8 @@ def pipecat_available() -> bool:
 
 
 async def pipecat_pass(
-    llm_url: str, profile: Profile, utterances: Sequence[Utterance], options: E2eOptions, callers: int,
-    pass_no: int, work: Path,
+    llm_url: str, profile: Profile, utterances: Sequence[Utterance], options: E2eOptions, mode: str,
+    callers: int, pass_no: int, work: Path,
 ) -> list[Sample]:  # fmt: skip
     job = {
         "llm_url": llm_url,
@@ -62,10 +65,14 @@ async def pipecat_pass(
         "temperature": 0.7,  # the edge's default for a session that sets none (edge/shared/state.py)
         "callers": callers,
         "pass_no": pass_no,
-        "utterances": [(u.text, str(u.wav16), u.speech_end_s) for u in utterances],
+        "mode": mode,
+        "utterances": [
+            (u.text, str(u.wav16), u.speech_end_s, u.paused, u.backchannel, str(u.backchannel_wav16 or ""))
+            for u in utterances
+        ],
         "orders": [caller_order(i, len(utterances)) for i in range(callers)],
     }
-    name = f"pipecat-{callers}-{pass_no}"
+    name = f"pipecat-{mode}-{callers}-{pass_no}"
     job_path, out_path, log = work / f"{name}.job.json", work / f"{name}.out.json", work / f"{name}.log"
     job_path.write_text(json.dumps(job))
     out_path.unlink(missing_ok=True)
@@ -102,15 +109,19 @@ async def run_e2e(options: E2eOptions, report: Report, profile: Profile | None =
     profile = profile or cpu_profile()
     work = Path(options.work_dir or tempfile.mkdtemp(prefix="voicemesh-bench-e2e-"))
     await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
-    utterances = await asyncio.to_thread(make_utterances, options.utterances, work)
+    unknown = [m for m in options.modes if m not in MODES]
+    if unknown:
+        raise VoicemeshError(f"unknown turn mode(s) {unknown}: choose from {', '.join(MODES)}")
+    utterances = await asyncio.to_thread(make_turns, options.utterances, work)
     for u in utterances:
-        report(f"utterance {u.text!r}: {u.seconds:.1f} s (speech ends at {u.speech_end_s:.2f} s)")
+        extra = (", paused" if u.paused else "") + (f", then {u.backchannel!r}" if u.backchannel else "")
+        report(f"turn {u.text!r}: {u.seconds:.1f} s (speech ends at {u.speech_end_s:.2f} s{extra})")
     samples: list[Sample] = []
 
     def result(partial: bool) -> dict[str, Any]:
         levels = summarize(samples)
         out = as_json(
-            levels, samples, table=table(levels, samples), partial=partial,
+            levels, samples, table=table(levels, samples, options.command), partial=partial,
             options=dataclasses.asdict(options), work_dir=str(work),
             utterances=[{"text": u.text, "seconds": u.seconds} for u in utterances],
         )  # fmt: skip
@@ -118,19 +129,26 @@ async def run_e2e(options: E2eOptions, report: Report, profile: Profile | None =
             _write_json(Path(options.json_out), out)
         return out
 
+    async def one_pass(
+        stack: VoicemeshStack, turns: Sequence[Utterance], mode: str, callers: int, pass_no: int
+    ) -> list[Sample]:
+        if MODES[mode] == "voicemesh":
+            return await voicemesh_pass(stack, turns, options, mode, callers, pass_no)
+        return await pipecat_pass(stack.llm_url, profile, turns, options, mode, callers, pass_no, work)
+
     async with voicemesh_stack(options, profile, work, report) as stack:
         if options.warm_up:
-            report("warm-up: one voicemesh turn and one Pipecat turn (not counted)")
-            await voicemesh_pass(stack, utterances[:1], options, 1, -1)
-            await pipecat_pass(stack.llm_url, profile, utterances[:1], options, 1, -1, work)
+            report("warm-up: one turn per mode (not counted)")
+            for mode in options.modes:
+                await one_pass(stack, utterances[:1], mode, 1, -1)
         for callers in options.callers:
             for p in range(options.passes):
-                vm = await voicemesh_pass(stack, utterances, options, callers, p)
-                report(f"{callers} caller(s), pass {p + 1}/{options.passes}, voicemesh: {_line(vm)}")
-                pc = await pipecat_pass(stack.llm_url, profile, utterances, options, callers, p, work)
-                report(f"{callers} caller(s), pass {p + 1}/{options.passes}, pipecat:   {_line(pc)}")
-                samples += vm + pc
-                result(partial=True)
+                for mode in options.modes:
+                    got = await one_pass(stack, utterances, mode, callers, p)
+                    at = f"{callers} caller(s), pass {p + 1}/{options.passes}"
+                    report(f"{at}, {MODES[mode]} {mode}: {_line(got)}")
+                    samples += got
+                    result(partial=True)
     final = result(partial=False)
     if options.json_out:
         report(f"wrote {options.json_out}")

@@ -1,12 +1,13 @@
 """The voicemesh side of ``voicemesh bench e2e``: vLLM, one region and one edge as processes, and
-callers that are the stock ``openai`` SDK's Realtime client sending 40 ms appends at real-time pace,
-then silence, with the edge's default server VAD."""
+callers that are the stock ``openai`` SDK's Realtime client sending 40 ms appends at real-time pace
+(``e2e_caller.Speaker``: the sentence, silence, maybe a backchannel), with the pass's
+``turn_detection`` type."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from edge.responses.stages import read_stages
 from edge.shared.settings import EdgeSettings
+from voicemesh.bench.e2e_caller import Speaker, TurnLog
 from voicemesh.bench.e2e_inputs import SYSTEM_PROMPT, E2eOptions, Utterance, caller_order
 from voicemesh.bench.e2e_report import Sample
 from voicemesh.bench.edge_process import EdgeProcess, Report
@@ -40,86 +42,104 @@ from wire.errors import VoicemeshError
 TURN_TIMEOUT_S = 120.0
 
 
-async def _voicemesh_turn(conn: Any, sample: Sample, pcm24: bytes, speech_end_byte: int) -> None:
-    """Speak one utterance at real-time pace and keep the microphone open (silence) until the
-    response is done and the transcript is in."""
-    done = asyncio.Event()
-    state: dict[str, Any] = {"first": None, "transcribed": False, "responded": False, "degraded": False}
+async def _voicemesh_turn(conn: Any, sample: Sample, speaker: Speaker) -> None:
+    """Speak one turn at real-time pace (``Speaker``: the sentence, silence, maybe a backchannel)
+    and keep the microphone open until the turn settles and the sentence's transcript is in."""
+    log = speaker.log
+    started: dict[str, float] = {}
+    """Speech item id -> when the edge said its speech started (turn clock)."""
+    heard: dict[str, str] = {}
+
+    def sentence_items() -> list[str]:
+        b = log.backchannel_s
+        return [i for i, at in started.items() if b is None or at < b]
 
     async def listen() -> None:
         async for event in conn:
             kind = event.type
-            if kind == "response.output_audio.delta" and state["first"] is None:
-                state["first"] = time.monotonic()
+            if kind == "response.output_audio.delta":
+                log.audio(event.response_id, len(base64.b64decode(event.delta)) / (CLIENT_RATE * 2))
             elif kind == "response.output_audio_transcript.delta":
                 # The edge sends each clause's text just before its audio: the first delta is the
                 # first audio chunk's text.
                 sample.first_chunk_text = sample.first_chunk_text or event.delta
                 sample.reply_text += event.delta
+            elif kind == "input_audio_buffer.speech_started":
+                started[event.item_id] = log.now()
             elif kind == "conversation.item.input_audio_transcription.completed":
-                sample.transcript, state["transcribed"] = event.transcript, True
+                heard[event.item_id] = event.transcript
+            elif kind == "response.created":
+                log.response(started=True)
             elif kind == "error":
                 sample.error = f"{event.error.code}: {event.error.message}"
-                done.set()
+                return
             elif kind == "response.done":
-                state["responded"] = True
                 status = event.response.status or ""
                 meta = dict(event.response.metadata or {})
-                sample.stages_ms = read_stages(meta)
+                sample.stages_ms = sample.stages_ms or read_stages(meta)
+                if status == "cancelled":
+                    log.stop()
+                else:
+                    log.response(started=False)
                 if meta.get(META_DEGRADED) == "true":
                     # The edge's own apology (Piper) because the region did not answer in time:
                     # audio, but no answer; it does not count as one.
-                    state["degraded"] = True
                     sample.error = f"degraded to the edge's apology ({meta.get(META_DEGRADED_REASON)})"
-                elif status != "completed" and not sample.error:
+                elif status not in ("completed", "cancelled") and not sample.error:
                     sample.error = f"response {status}"
-            if state["responded"] and state["transcribed"]:
-                done.set()
-                return
 
-    step = chunk_bytes(CHUNK_MS)
-    silence = append_event(bytes(step))
+    def over() -> bool:
+        # (a speech item the edge never transcribes, e.g. too short to commit, is waited for a while only)
+        transcribed = all(i in heard for i in sentence_items()) or log.now() - log.last_activity_s > 4
+        return speaker.settled() and transcribed
+
     listener = asyncio.create_task(listen())
-    sent_end = 0.0
-    t0 = time.monotonic()
     i = 0
     try:
         async with asyncio.timeout(TURN_TIMEOUT_S):
-            while not (done.is_set() or listener.done()):
-                chunk = pcm24[i * step : (i + 1) * step]
-                await conn.send_raw(append_event(chunk) if chunk else silence)
-                if not sent_end and (i + 1) * step >= speech_end_byte:
-                    sent_end = time.monotonic()
+            while not (over() or listener.done()):
+                await conn.send_raw(append_event(speaker.next()))
                 i += 1
-                await tick(t0, i, CHUNK_MS / 1000)
+                await tick(log.t0, i, CHUNK_MS / 1000)
     except TimeoutError:
         sample.error = sample.error or "no complete answer within the turn timeout"
     finally:
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await listener
-    if state["first"] is not None and sent_end and not state["degraded"]:
-        sample.ttfa_s = state["first"] - sent_end
+    sample.transcript = " ".join(heard[i] for i in sentence_items() if i in heard).strip()
+    log.into(sample)
+    if sample.error.startswith("degraded"):
+        sample.ttfa_s = None
 
 
 async def _voicemesh_caller(
-    url: str, key: str, utterances: Sequence[Utterance], options: E2eOptions, callers: int, pass_no: int,
-    index: int,
+    url: str, key: str, utterances: Sequence[Utterance], options: E2eOptions, mode: str, callers: int,
+    pass_no: int, index: int,
 ) -> list[Sample]:  # fmt: skip
     samples = []
     async with realtime_connect(url, key, max_retries=0) as conn:
-        await conn.session.update(
-            session=session_config(instructions=SYSTEM_PROMPT, max_output_tokens=options.max_output_tokens)  # type: ignore[arg-type]
-        )
+        session = session_config(instructions=SYSTEM_PROMPT, max_output_tokens=options.max_output_tokens)
+        # Input transcription on: a sentence part whose response was cancelled (a pause taken for the
+        # end) is transcribed too, as Pipecat's STT transcribes everything it hears (the WER compares).
+        turn_input = {"turn_detection": {"type": mode}, "transcription": {"model": "whisper-1"}}
+        session["audio"] = {"input": turn_input}
+        await conn.session.update(session=session)  # type: ignore[arg-type]
         async for event in conn:
             if event.type == "session.updated":
                 break
+        step = chunk_bytes(CHUNK_MS)
         for u in caller_order(index, len(utterances)):
             utt = utterances[u]
-            sample = Sample("voicemesh", callers, pass_no, index, u, utt.text)
-            audio24 = resample(utt.audio16, STT_RATE, CLIENT_RATE)
-            end_byte = int(utt.speech_end_s * CLIENT_RATE) * 2
-            await _voicemesh_turn(conn, sample, float_to_pcm16(audio24), end_byte)
+            sample = Sample(
+                "voicemesh", mode, callers, pass_no, index, u, utt.text, utt.paused, utt.backchannel
+            )
+            bc = b""
+            if utt.backchannel16 is not None:
+                bc = float_to_pcm16(resample(utt.backchannel16, STT_RATE, CLIENT_RATE))
+            pcm = float_to_pcm16(resample(utt.audio16, STT_RATE, CLIENT_RATE))
+            speaker = Speaker(TurnLog(), pcm, int(utt.speech_end_s * CLIENT_RATE) * 2, bc, step)
+            await _voicemesh_turn(conn, sample, speaker)
             samples.append(sample)
     return samples
 
@@ -171,12 +191,14 @@ async def voicemesh_stack(
 
 
 async def voicemesh_pass(
-    stack: VoicemeshStack, utterances: Sequence[Utterance], options: E2eOptions, callers: int, pass_no: int
-) -> list[Sample]:
+    stack: VoicemeshStack, utterances: Sequence[Utterance], options: E2eOptions, mode: str, callers: int,
+    pass_no: int,
+) -> list[Sample]:  # fmt: skip
+    """Every caller's turns with ``turn_detection`` of type ``mode`` (``server_vad``, ``semantic_vad``)."""
     try:
         per_caller = await asyncio.gather(
             *(
-                _voicemesh_caller(stack.url, stack.key, utterances, options, callers, pass_no, i)
+                _voicemesh_caller(stack.url, stack.key, utterances, options, mode, callers, pass_no, i)
                 for i in range(callers)
             )
         )

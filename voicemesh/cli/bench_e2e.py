@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 import click
 
 from voicemesh.cli.common import bench, fail, profile_option, progress, run_until_signal
 from wire.tasks import Stopped, unless_stopped
+
+E2E_MODES = ("server_vad", "smart_turn", "semantic_vad", "vad_only")
+"""``voicemesh.bench.e2e_report.MODES``, in the order each pass runs them (not imported from there:
+the CLI imports no bench module until a bench runs)."""
 
 
 def _callers(value: str) -> tuple[int, ...]:
@@ -38,7 +43,17 @@ def _callers(value: str) -> tuple[int, ...]:
 )
 @click.option(
     "--utterances", "n_utterances", default=4, show_default=True, type=click.IntRange(min=1),
-    help="Utterances each caller speaks per pass (the bench has 12).",
+    help="Turns each caller speaks per pass (the bench has 16: paused and plain sentences, some "
+    "with a backchannel).",
+)  # fmt: skip
+@click.option(
+    "--modes", default=",".join(E2E_MODES), show_default=True,
+    help="Turn modes to run: voicemesh's server_vad, semantic_vad; Pipecat's smart_turn, vad_only.",
+)  # fmt: skip
+@click.option(
+    "--quick", is_flag=True,
+    help="The smallest run that still measures everything: 1 caller, 1 pass, 1 turn (a paused "
+    "sentence with a backchannel), no warm-up.",
 )  # fmt: skip
 @click.option("--max-output-tokens", default=60, show_default=True, type=click.IntRange(min=1))
 @click.option(
@@ -50,10 +65,12 @@ def _callers(value: str) -> tuple[int, ...]:
 )
 @profile_option
 def bench_e2e(
-    llm_url: str | None, callers: str, passes: int, n_utterances: int, max_output_tokens: int,
-    json_out: str | None, profile: str | None,
+    llm_url: str | None, callers: str, passes: int, n_utterances: int, modes: str, quick: bool,
+    max_output_tokens: int, json_out: str | None, profile: str | None,
 ) -> None:  # fmt: skip
-    """End of the caller's speech to first audio: voicemesh (edge, openai SDK) vs stock Pipecat."""
+    """End of the caller's speech to first audio, paused sentences cut, backchannels, mid-answer
+    silence and transcripts: voicemesh (edge, openai SDK; server_vad, semantic_vad) vs stock
+    Pipecat (Smart Turn v3, VAD-only), side by side in one run."""
     from voicemesh.bench.e2e import run_e2e
     from voicemesh.bench.e2e_inputs import E2eOptions
     from voicemesh.profiles import load_profile
@@ -62,9 +79,15 @@ def bench_e2e(
         levels = _callers(callers)
     except click.BadParameter as exc:
         fail(f"--callers: {exc.message}")
+    wanted = tuple(m.strip() for m in modes.split(",") if m.strip())
+    if not wanted or any(m not in E2E_MODES for m in wanted):
+        fail(f"--modes: a comma-separated list from {', '.join(E2E_MODES)}, not {modes!r}")
+    if quick:
+        levels, passes, n_utterances = (1,), 1, 1
     options = E2eOptions(
-        llm_url=llm_url, callers=levels, passes=passes, utterances=n_utterances,
-        max_output_tokens=max_output_tokens, json_out=json_out,
+        llm_url=llm_url, callers=levels, passes=passes, utterances=n_utterances, modes=wanted,
+        max_output_tokens=max_output_tokens, json_out=json_out, warm_up=not quick,
+        command=" ".join(["voicemesh", *sys.argv[1:]]),
     )  # fmt: skip
 
     async def main(stop: asyncio.Event) -> None:
