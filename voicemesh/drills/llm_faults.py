@@ -40,7 +40,7 @@ async def llm_of(ctx: DrillContext, region: RegionInfo) -> tuple[str, list[Regio
 
 
 def _supervisor(pid: int) -> psutil.Process | None:
-    """The ``voicemesh llm serve`` process that runs vLLM ``pid`` (None: vLLM runs under a region)."""
+    """The ``voicemesh llm serve`` process that runs vLLM ``pid`` (None: something else runs it)."""
     try:
         parent = psutil.Process(pid).parent()
         if parent is not None and "llm serve" in " ".join(parent.cmdline()):
@@ -108,6 +108,13 @@ async def crash_llm(ctx: DrillContext) -> None:
     if pid is None:
         raise DeploymentError(f"no process listens on the LLM's port {port} ({url})")
     supervisor = _supervisor(pid)
+    if supervisor is None:  # refused before any harm: nothing of the deployment would restart it
+        raise DeploymentError(
+            f"the LLM at {url} (pid {pid}) is not run by `voicemesh llm serve` under the local"
+            " deployment (an LLM of your own, `voicemesh up --llm-url`?): llm-crash would kill it and"
+            " nothing would restart it. Drill a deployment whose LLM Terraform runs: `voicemesh up`"
+            " without --llm-url"
+        )
     t0 = time.monotonic()
     killed = kill_tree(pid)
     shared = ", ".join(r.id for r in sharing)
