@@ -18,7 +18,7 @@ from edge.realtime.response_lifecycle import ResponseLifecycle
 from edge.realtime.transcription import InputTranscription
 from edge.shared.errors import InternalError
 from edge.shared.events import Send, error_event
-from edge.shared.protocols import SpeechProbability
+from edge.shared.protocols import SpeechProbability, TurnModel
 from edge.shared.settings import EdgeSettings
 from edge.shared.state import SessionState
 from wire.errors import ProtocolError, VoicemeshError
@@ -38,6 +38,7 @@ class VadTurns:
         responses: ResponseLifecycle,
         transcription: InputTranscription,
         save: Callable[[SessionState], Awaitable[None]],
+        turn_model: TurnModel | None = None,
     ) -> None:
         self._state = state
         self._send = send
@@ -59,6 +60,8 @@ class VadTurns:
             run_events=self._speech_events,
             pause_ms=settings.vad.speculate_after_ms,
             audio_format=state.input_audio_format,
+            turn_model=turn_model,
+            semantic_pause_ms=settings.vad.semantic_pause_ms,
         )
 
     async def _speech_events(self, work: Awaitable[None]) -> None:

@@ -53,6 +53,7 @@ def _edge_models(models: Path) -> EdgeModels:
     return EdgeModels(
         piper_model=str(models / "piper-joe" / "en_US-joe-medium.onnx"),
         vad_model=str(models / "silero-vad" / "silero_vad.onnx"),
+        turn_model=str(models / "smart-turn" / "smart-turn-v3.2-cpu.onnx"),
     )
 
 
