@@ -139,7 +139,7 @@ async def test_a_complete_sentence_is_ended_by_the_model(
 def test_features_match_pipecats(speech: SpeechFactory) -> None:
     from pipecat.audio.turn.smart_turn._whisper_features import compute_whisper_log_mel_features
 
-    samples, rate = read_wav(speech("My flight number is B A four seven two.", rate=16_000))
+    samples, _ = read_wav(speech("My flight number is B A four seven two.", rate=16_000))
     for audio in (samples, np.concatenate([samples] * 4)):  # shorter than the 8 s window, and longer
         window = np.zeros(128_000, dtype=np.float32)
         tail = audio[-128_000:]
