@@ -91,7 +91,9 @@ def turn_detection_object(td: TurnDetection | None) -> dict[str, Any] | None:
     if td is None:
         return None
     if td.eagerness is None:
-        return {"type": "server_vad", **msgspec.structs.asdict(td)}
+        fields = msgspec.structs.asdict(td)
+        del fields["eagerness"]  # (semantic_vad's alone)
+        return {"type": "server_vad", **fields}
     return {
         "type": "semantic_vad",
         "eagerness": td.eagerness,
