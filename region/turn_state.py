@@ -14,7 +14,7 @@ from opentelemetry.trace import INVALID_SPAN, Span
 from region.cancel import CancelToken
 from region.cpu_order import UNORDERED, CpuOrder
 from region.live_first import LiveFirst
-from region.protocols import LlmClient, SpeechToText, TextToSpeech
+from region.protocols import EndOfTurnModel, LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
 from region.workload import Workload
 from wire.audio import FloatAudio
@@ -85,3 +85,5 @@ class Stages:
     order: CpuOrder = field(default_factory=lambda: CpuOrder(UNORDERED))
     """Which STT or TTS run goes next (``region.cpu_order``): first audio first. The default lets
     every run in at once."""
+    end_of_turn: EndOfTurnModel | None = None
+    """Asked for a turn that wants its transcript's end-of-turn probability (``None``: never given)."""

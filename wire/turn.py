@@ -132,6 +132,9 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     custom_voice: CustomVoice | None = None
     """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
     carries it, so every region has it, and a failover keeps it."""
+    end_of_turn: bool = False
+    """Also say how likely the user's words end their turn (``Transcript.end_of_turn``): the edge asks
+    it of a turn started at a pause under ``semantic_vad`` (``edge/realtime/semantic_turns.py``)."""
     traceparent: str | None = None
     """The W3C trace context of the router's attempt (``wire/tracing.py``): the region's spans join the
     turn's trace. ``None``: not traced (or a caller that does not trace)."""
@@ -181,6 +184,9 @@ class Transcript(msgspec.Struct, tag="transcript", tag_field="type", kw_only=Tru
     text: str
     segments: list[Segment] = msgspec.field(default_factory=list)
     """Only for a ``transcribe_only`` turn (empty otherwise: nobody reads them)."""
+    end_of_turn: float | None = None
+    """The LLM's probability that ``text`` ends the user's turn (``region/end_of_turn.py``), for a turn
+    that asked (``TurnStart.end_of_turn``); ``None``: not asked, or the LLM gave no answer."""
 
 
 class TextDelta(msgspec.Struct, tag="text.delta", tag_field="type", kw_only=True):

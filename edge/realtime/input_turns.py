@@ -68,10 +68,11 @@ class InputTurns:
         audio_format: str = PCM,
         turn_model: TurnModel | None = None,
         semantic_pause_ms: int = 192,
+        words: Callable[[], Awaitable[float | None]] | None = None,
     ) -> None:
         self._pause_ms = pause_ms if on_pause is not None else 0
         self.audio = InputAudio(vad, None, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
-        self.semantic = SemanticTurns(turn_model, self.audio, pause_ms=semantic_pause_ms)
+        self.semantic = SemanticTurns(turn_model, self.audio, pause_ms=semantic_pause_ms, words=words)
         self._detection: TurnDetection | None = None
         self.configure(detection)
         self.audio.on_events = self._events_came

@@ -62,6 +62,7 @@ class VadTurns:
             audio_format=state.input_audio_format,
             turn_model=turn_model,
             semantic_pause_ms=settings.vad.semantic_pause_ms,
+            words=self._words_end_turn,
         )
 
     async def _speech_events(self, work: Awaitable[None]) -> None:
@@ -92,6 +93,12 @@ class VadTurns:
         td = self._state.turn_detection
         if td is not None and td.create_response:
             self._responses.speculate(audio.pcm16k())
+
+    async def _words_end_turn(self) -> float | None:
+        """``semantic_vad`` at a pause: how likely the words of the answer started there end the turn
+        (its region's LLM; ``None``: no answer was started, or it gave none)."""
+        spec = self._responses.speculative
+        return None if spec is None else await spec.end_of_turn()
 
     async def _turn_ended(self) -> None:
         self.speaking = False

@@ -84,6 +84,7 @@ def cpu_profile() -> Profile:
             ),
             vllm_env=_vllm_cpu_env(),
             first_leg_tokens=first_leg_tokens(),
+            end_of_turn_token="<|im_end|>",  # SmolLM2's chat template closes a message with it
             nice=llm_nice(),
         ),
         tts=TtsSettings(
@@ -133,6 +134,7 @@ def gpu_profile() -> Profile:
             vllm_env={"HF_HUB_OFFLINE": "1"},
             # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
             chat_template_kwargs={"enable_thinking": False},
+            end_of_turn_token="<|im_end|>",  # Qwen3's too
             nice=llm_nice(),
         ),
         tts=TtsSettings(
