@@ -40,6 +40,11 @@ A turn with ``speak_text`` only reads that text aloud (``POST /v1/audio/speech``
 one ``text.delta`` with the text still to speak, then its clauses' ``audio.clause``. On failover
 ``heard_text`` holds the clauses already delivered: the next region skips them, clause by clause.
 
+A turn with ``end_of_turn`` (the edge's turn started at a pause under ``semantic_vad``) also gets how
+likely its words end the user's turn, on its ``transcript`` (``Transcript.end_of_turn``: the region's
+LLM, ``region/end_of_turn.py``); other turns pay nothing for it. Both fields are optional: an edge or a
+region that does not know them ignores them.
+
 A turn with ``custom_voice`` speaks with that definition (a blend of the region's voice styles or
 an uploaded style vector), not ``voice``: custom voices live at the edge, and travel with turns.
 """
