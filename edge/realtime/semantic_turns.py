@@ -12,8 +12,8 @@ The rule (``complete``): the words decide when they are clear, the voice in betw
 end the LLM finds unlikely (< ``WORDS_GO_ON``: a cut-off "I would like to book a table for" scores 0,
 its end not among the 20 likeliest tokens) go on, whatever the voice; words it finds a likely end
 (>= ``WORDS_END``: "... at eight tonight." 0.49) end the turn. Between, and when the words have no
-answer (no answer started at the pause, no LLM answer in time), Smart Turn decides. Why the words
-first: Smart Turn hears intonation, which synthetic or flat speech lacks (it scored espeak's cut
+answer (no answer started at the pause, no LLM answer in time), Smart Turn decides (an edge
+without it: the words alone, then the timeout). Why the words first: Smart Turn hears intonation, which synthetic or flat speech lacks (it scored espeak's cut
 halves 0.63-0.98 "complete"), while the words of a cut sentence plainly go on; why the voice
 between: a small LLM's probabilities for short, complete turns ("Hello", "Tell me a joke") are
 low and close to each other, and the voice separates them better.
@@ -87,11 +87,13 @@ class SemanticTurns:
         self._called = False
 
     def on(self, detection: TurnDetection | None) -> bool:
-        """Whether ``detection`` is ``semantic_vad`` with a model to ask; the VAD holds at its pauses."""
-        semantic = detection is not None and detection.eagerness is not None and self.model is not None
+        """Whether ``detection`` is ``semantic_vad`` with a model to ask (the words, Smart Turn, or
+        both); the VAD holds at its pauses."""
+        eagerness = detection.eagerness if detection is not None else None
+        if eagerness is not None:
+            self._wait_s = EAGERNESS_MS[eagerness] / 1000
+        semantic = eagerness is not None and (self.model is not None or self._words is not None)
         self._audio.hold_pauses = semantic
-        if detection is not None and detection.eagerness is not None:
-            self._wait_s = EAGERNESS_MS[detection.eagerness] / 1000
         return semantic
 
     async def judge(self, audio: TurnAudio) -> None:
@@ -116,8 +118,9 @@ class SemanticTurns:
             self._called = self._audio.release(end_turn=ended)
 
     async def _voice(self, audio: TurnAudio) -> float | None:
+        if self.model is None:  # an edge without Smart Turn: the words alone
+            return None
         try:
-            assert self.model is not None  # (the VAD holds only when there is one: ``on``)
             return await self.model.complete(audio.pcm16k())
         except Exception:  # the words or the eagerness timeout still end the turn: log, never fail
             log.exception("turn model failed: the words or the eagerness timeout end the turn")
