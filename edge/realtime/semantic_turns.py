@@ -13,10 +13,10 @@ end the LLM finds unlikely (< ``WORDS_GO_ON``: a cut-off "I would like to book a
 its end not among the 20 likeliest tokens) go on, whatever the voice; words it finds a likely end
 (>= ``WORDS_END``: "... at eight tonight." 0.49) end the turn. Between, and when the words have no
 answer (no answer started at the pause, no LLM answer in time), Smart Turn decides (an edge
-without it: the words alone, then the timeout). Why the words first: Smart Turn hears intonation, which synthetic or flat speech lacks (it scored espeak's cut
-halves 0.63-0.98 "complete"), while the words of a cut sentence plainly go on; why the voice
-between: a small LLM's probabilities for short, complete turns ("Hello", "Tell me a joke") are
-low and close to each other, and the voice separates them better.
+without it: the words alone, then the timeout). Why the words first: Smart Turn hears intonation,
+which synthetic or flat speech lacks (it scored espeak's cut halves 0.63-0.98 "complete"), while
+the words of a cut sentence plainly go on; why the voice between: a small LLM's probabilities for
+short, complete turns ("Tell me a joke." 0.03) are low, and the voice separates those better.
 
 Called complete, the turn ends at that pause at once; else the VAD goes on, and the turn ends only
 after the eagerness timeout of silence (``EAGERNESS_MS``: 8 / 4 / 2 s), speech coming back
