@@ -17,6 +17,7 @@ Under ``semantic_vad`` the turn asks its region how likely its words end the use
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import cast
@@ -30,6 +31,7 @@ from wire.tasks import cancel_and_wait
 from wire.turn import Transcript, TurnStart
 
 _END = object()
+log = logging.getLogger("voicemesh.edge")
 
 
 class SpeculativeTurn:
@@ -87,6 +89,7 @@ class SpeculativeTurn:
             async for ev in self._events:
                 self._queue.put_nowait((time.perf_counter(), ev))
                 if isinstance(ev, Transcript) and not self._words.done():
+                    log.debug("words at a pause: %r, end of turn %s", ev.text, ev.end_of_turn)
                     self._words.set_result(ev.end_of_turn)
         except Exception as exc:  # the response's relay classifies it, as if it had read it itself
             self._error = exc
