@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from region.cpu_order import CpuOrder
+from region.end_of_turn import VllmEndOfTurn
 from region.llm import VllmClient
 from region.settings import RegionSettings
 from region.stt import Transcriber
@@ -21,9 +22,10 @@ from wire.text import ClauseChunker
 def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
     """faster-whisper, vLLM at ``llm_url`` and Kokoro, not loaded yet (``RegionNode.warm_up`` loads them)."""
     work = Workload()  # shared: Kokoro takes more threads only while nothing else runs
+    llm = VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt, workload=work)
     return Stages(
         stt=Transcriber(settings.stt, work),
-        llm=VllmClient(settings.llm, llm_url, system_prompt=settings.system_prompt, workload=work),
+        llm=llm,
         tts=Synthesizer(settings.tts, work),
         chunker=partial(
             ClauseChunker,
@@ -34,4 +36,5 @@ def build_stages(settings: RegionSettings, llm_url: str) -> Stages:
         first_audio_hold_s=settings.tts.first_audio_hold_s,
         workload=work,
         order=CpuOrder(settings.model_runs),
+        end_of_turn=VllmEndOfTurn(llm),
     )

@@ -116,6 +116,11 @@ class VllmClient:
         )
         self.ready = False
 
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The connections to vLLM (``region/end_of_turn.py`` asks it too)."""
+        return self._http
+
     def request_body(self, start: TurnStart, user_text: str, *, counted: bool = False) -> dict[str, Any]:
         """``counted``: every chunk carries the tokens so far (vLLM's ``continuous_usage_stats``)."""
         usage = {"include_usage": True} | ({"continuous_usage_stats": True} if counted else {})

@@ -130,7 +130,12 @@ class Pipeline:
             text = " ".join(s.text for s in segments)
             return text, self.transcript_event(turn, text, segments)
         text = await self.user_text(turn)
-        return text, self.transcript_event(turn, text)
+        event = self.transcript_event(turn, text)
+        if start.end_of_turn and self.stages.end_of_turn is not None:  # only when asked: one prefill
+            t = time.perf_counter()
+            event.end_of_turn = await self.stages.end_of_turn.probability(start, text)
+            turn.mark("end_of_turn_s", t)
+        return text, event
 
     async def read_aloud(self, turn: Turn) -> AsyncGenerator[PipelineEvent, None]:
         """A ``speak_text`` turn: the text still to speak as one ``text.delta`` (so the router knows

@@ -4,6 +4,7 @@
 * ``SpeechToText``: 16 kHz speech -> text (``region.stt.Transcriber``: faster-whisper).
 * ``LlmClient``: the answer to a turn, streamed as text deltas, then its function calls
   (``region.llm.VllmClient``: vLLM's OpenAI-compatible API over httpx).
+* ``EndOfTurnModel``: how likely the user's words end their turn (``region.end_of_turn``: the LLM).
 * ``TextToSpeech``: one clause -> 24 kHz audio (``region.tts.Synthesizer``: Kokoro on onnxruntime).
 
 Cancelling a turn must stop every stage at once. STT and TTS run in worker threads, which asyncio
@@ -91,6 +92,13 @@ class LlmClient(Model, Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class EndOfTurnModel(Protocol):
+    async def probability(self, start: TurnStart, user_text: str) -> float | None:
+        """P(the user's turn ends after ``user_text``) (``region.end_of_turn``); ``None`` when there is
+        no answer (any failure: the edge then decides without it)."""
+        ...
 
 
 class TextToSpeech(Model, Protocol):

@@ -40,6 +40,9 @@ class LlmSettings:
     vllm_env: dict[str, str] = field(default_factory=dict)
     chat_template_kwargs: dict[str, bool] = field(default_factory=dict)
     """Qwen3: ``{"enable_thinking": False}``."""
+    end_of_turn_token: str = "<|im_end|>"
+    """The token the chat template closes a message with, as vLLM shows it in ``top_logprobs``: its
+    probability after the user's words says they ended their turn (``region/end_of_turn.py``)."""
     ready_timeout_s: float = 300.0
     first_leg_tokens: int = 0
     """Decode an answer's first this-many tokens, then hold decoding until its first clause is

@@ -15,7 +15,7 @@ from region.cancel import CancelToken
 from region.cpu_order import UNORDERED, CpuOrder
 from region.live_first import LiveFirst
 from region.playout import Playout, SynthRate
-from region.protocols import LlmClient, SpeechToText, TextToSpeech
+from region.protocols import EndOfTurnModel, LlmClient, SpeechToText, TextToSpeech
 from region.tools import check_call
 from region.workload import Workload
 from wire.audio import FloatAudio
@@ -92,3 +92,5 @@ class Stages:
     """The longest an answer's first audio is held for the next clause to keep up (0: never)."""
     synth_rate: SynthRate = field(default_factory=SynthRate)
     """The region's measured seconds of synthesis per character: when a later clause must start."""
+    end_of_turn: EndOfTurnModel | None = None
+    """Asked for a turn that wants its transcript's end-of-turn probability (``None``: never given)."""

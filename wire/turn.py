@@ -40,6 +40,11 @@ A turn with ``speak_text`` only reads that text aloud (``POST /v1/audio/speech``
 one ``text.delta`` with the text still to speak, then its clauses' ``audio.clause``. On failover
 ``heard_text`` holds the clauses already delivered: the next region skips them, clause by clause.
 
+A turn with ``end_of_turn`` (the edge's turn started at a pause under ``semantic_vad``) also gets how
+likely its words end the user's turn, on its ``transcript`` (``Transcript.end_of_turn``: the region's
+LLM, ``region/end_of_turn.py``); other turns pay nothing for it. Both fields are optional: an edge or a
+region that does not know them ignores them.
+
 A turn with ``custom_voice`` speaks with that definition (a blend of the region's voice styles or
 an uploaded style vector), not ``voice``: custom voices live at the edge, and travel with turns.
 """
@@ -132,6 +137,9 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     custom_voice: CustomVoice | None = None
     """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
     carries it, so every region has it, and a failover keeps it."""
+    end_of_turn: bool = False
+    """Also say how likely the user's words end their turn (``Transcript.end_of_turn``): the edge asks
+    it of a turn started at a pause under ``semantic_vad`` (``edge/realtime/semantic_turns.py``)."""
     traceparent: str | None = None
     """The W3C trace context of the router's attempt (``wire/tracing.py``): the region's spans join the
     turn's trace. ``None``: not traced (or a caller that does not trace)."""
@@ -181,6 +189,9 @@ class Transcript(msgspec.Struct, tag="transcript", tag_field="type", kw_only=Tru
     text: str
     segments: list[Segment] = msgspec.field(default_factory=list)
     """Only for a ``transcribe_only`` turn (empty otherwise: nobody reads them)."""
+    end_of_turn: float | None = None
+    """The LLM's probability that ``text`` ends the user's turn (``region/end_of_turn.py``), for a turn
+    that asked (``TurnStart.end_of_turn``); ``None``: not asked, or the LLM gave no answer."""
 
 
 class TextDelta(msgspec.Struct, tag="text.delta", tag_field="type", kw_only=True):

@@ -12,12 +12,13 @@ import contextlib
 from dataclasses import dataclass, field, replace
 
 from edge.audio.fallback_voice import FallbackVoice
+from edge.audio.turn_model import TurnModelBatcher
 from edge.audio.vad import VadBatcher
 from edge.realtime.session_deps import SessionDeps
 from edge.realtime.session_snapshot import SessionSnapshots
 from edge.responses.recent_turns import RecentTurns
 from edge.shared.limits import KeyLimits
-from edge.shared.protocols import FallbackSpeaker, Vad
+from edge.shared.protocols import FallbackSpeaker, TurnModel, Vad
 from edge.shared.settings import EdgeSettings
 from edge.speech.custom_voices import VoiceLibrary, open_voice_store
 from edge.speech.speech_cache import SpeechCache
@@ -53,6 +54,8 @@ class EdgeServices:
     router: TurnRouter
     vad: Vad
     fallback: FallbackSpeaker
+    turn_model: TurnModel | None
+    """``semantic_vad``'s end of turn (Smart Turn, ``edge/audio/turn_model.py``)."""
     sessions: SessionSnapshots
     auth: Authenticator
     limits: SharedKeyLimits
@@ -82,15 +85,18 @@ class EdgeServices:
     def build(
         cls, settings: EdgeSettings, router: TurnRouter, *, redis: BoundedRedis | None = None
     ) -> EdgeServices:
-        """The real thing: batched Silero VAD and Piper from the settings' model paths."""
+        """The real thing: batched Silero VAD and Smart Turn, and Piper, from the settings' model paths."""
         vad = VadBatcher(settings.vad_model, runtime=settings.vad_runtime)
         fallback = FallbackVoice(settings.piper_model)
-        return cls.with_models(settings, router, vad=vad, fallback=fallback, redis=redis)
+        turn_model = TurnModelBatcher(settings.turn_model) if settings.turn_model else None
+        return cls.with_models(
+            settings, router, vad=vad, fallback=fallback, redis=redis, turn_model=turn_model
+        )
 
     @classmethod
     def with_models(
         cls, settings: EdgeSettings, router: TurnRouter, *, vad: Vad, fallback: FallbackSpeaker,
-        redis: BoundedRedis | None = None,
+        redis: BoundedRedis | None = None, turn_model: TurnModel | None = None,
     ) -> EdgeServices:  # fmt: skip
         """Services around the given router, VAD and fallback voice; stores as the settings say, on
         ``redis`` (the process's client, from ``open_redis``; opened here when not given)."""
@@ -104,6 +110,7 @@ class EdgeServices:
             router=router,
             vad=vad,
             fallback=fallback,
+            turn_model=turn_model,
             sessions=SessionSnapshots(store, ttl_s=settings.resume.ttl_s),
             auth=Authenticator(
                 settings,
@@ -126,7 +133,8 @@ class EdgeServices:
         """What one Realtime session uses (``edge/realtime/session_deps.py``)."""
         return SessionDeps(
             settings=self.settings, router=self.router, vad=self.vad, fallback=self.fallback,
-            snapshots=self.sessions, voices=self.voice_library, accounting=self.accounting,
+            turn_model=self.turn_model, snapshots=self.sessions, voices=self.voice_library,
+            accounting=self.accounting,
             relay_times=self.relay_times, recent_turns=self.recent_turns,
         )  # fmt: skip
 
@@ -148,6 +156,8 @@ class EdgeServices:
             with contextlib.suppress(BaseException):
                 await self._preload
         await self.vad.aclose()
+        if self.turn_model is not None:
+            await self.turn_model.aclose()
         await self.router.aclose()
         await self.auth.keys.aclose()
         await self.limits.aclose()

@@ -20,7 +20,7 @@ import numpy as np
 
 from edge.audio.audio_formats import FORMATS, PCM, AudioFormat, InputDecoder
 from edge.audio.turn_audio import MS, TurnAudio
-from edge.audio.turn_detector import TurnDetector, TurnEvent
+from edge.audio.turn_detector import SpeechPaused, TurnDetector, TurnEvent
 from edge.shared.protocols import CHUNK, F32, RATE, SpeechProbability
 from wire.errors import BadAudio
 
@@ -123,6 +123,10 @@ class InputAudio:
         self.vad_error: Exception | None = None
         self.closed = False
         """The session ended: answers still coming from the VAD are dropped."""
+        self.hold_pauses = False
+        """Stop at each pause the detector reports (``held``) until ``release`` (``semantic_vad``:
+        ``edge/realtime/semantic_turns.py``)."""
+        self.held = False
 
     @property
     def behind(self) -> bool:
@@ -170,6 +174,7 @@ class InputAudio:
     def _pump(self) -> None:
         if (
             not self._in_vad
+            and not self.held
             and not self.closed
             and self.detector is not None
             and self._vad_pos + CHUNK <= self._buf_start + len(self._buf)
@@ -188,6 +193,7 @@ class InputAudio:
         ev = self.detector.feed(probability, self._vad_pos // MS)
         self._vad_pos += CHUNK
         if ev is not None:
+            self.held = self.hold_pauses and isinstance(ev, SpeechPaused)
             self.events.append(ev)
             self.on_events()
         elif self.on_heard is not None and self.detector.speaking:
@@ -199,6 +205,19 @@ class InputAudio:
         self._pump()
         if not self._in_vad:
             self._caught_up()
+
+    def release(self, *, end_turn: bool) -> bool:
+        """The VAD goes on from the pause it was held at; ``end_turn``: the turn ends at that pause
+        (its ``SpeechStopped`` comes in ``events``). Whether it did."""
+        self.held = False
+        stopped = self.detector.end_pause() if end_turn and self.detector is not None else None
+        if stopped is not None:
+            self.events.append(stopped)
+            self.on_events()
+        self._pump()
+        if not self._in_vad:
+            self._caught_up()
+        return stopped is not None
 
     def failed(self, exc: Exception) -> None:
         self._in_vad = False
@@ -245,6 +264,12 @@ class InputAudio:
         start, end = self._span(start_ms, end_ms)
         self._peeked = self._turn_audio(start, end)
         return self._peeked
+
+    def so_far(self, start_ms: int) -> TurnAudio:
+        """The audio from ``start_ms`` to where the VAD has heard (a turn model's question)."""
+        start, end = self._span(start_ms, self._vad_pos // MS)
+        a = self._buf_start + start
+        return TurnAudio(a, self._buf_start + end, self._buf.view[start:end].copy())
 
     def _turn_audio(self, start: int, end: int) -> TurnAudio:
         """Buffer indices ``start:end``: what was peeked last if it is the same span (a turn started

@@ -49,6 +49,15 @@ class TurnDetector:
         self.speaking = False
         self._silence_ms = 0
         self._paused = False
+        self._pause_end_ms = 0
+
+    def end_pause(self) -> SpeechStopped | None:
+        """End the turn at the pause last reported, if speech has not come back since (a turn model
+        called it complete: ``edge/realtime/semantic_turns.py``)."""
+        if not (self.speaking and self._paused):
+            return None
+        self.speaking = self._paused = False
+        return SpeechStopped(self._pause_end_ms)
 
     def feed(self, prob: float, start_ms: int) -> TurnEvent | None:
         """The probability of the chunk starting at ``start_ms``; an event when speaking starts,
@@ -68,7 +77,8 @@ class TurnDetector:
                 return SpeechStopped(end_ms - self._silence_ms)
             if 0 < self.pause_ms <= self._silence_ms and not self._paused:
                 self._paused = True
-                return SpeechPaused(end_ms - self._silence_ms)
+                self._pause_end_ms = end_ms - self._silence_ms
+                return SpeechPaused(self._pause_end_ms)
             return None
         self._silence_ms = 0
         if self._paused:

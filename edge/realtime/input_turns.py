@@ -2,7 +2,8 @@
 (automatic at the end of speech, or the client's ``input_audio_buffer.commit``). A pause in the
 speech (``pause_ms``, shorter than the silence window) is offered to ``on_pause`` with the audio a
 stop there would commit, and speech coming back to ``on_resume``: nothing is sent to the client
-for either (``edge/realtime/speculation.py``).
+for either (``edge/realtime/speculation.py``). Under ``semantic_vad`` a turn model is asked at the
+pause whether the turn ends there (``edge/realtime/semantic_turns.py``).
 
 A committed buffer becomes a user item in the conversation. What a turn starts or stops is the
 session's business: ``on_speech_started`` (barge-in?) and ``on_turn_end`` (respond?) tell it.
@@ -29,9 +30,10 @@ from edge.audio.turn_detector import (
     TurnEvent,
 )
 from edge.realtime.conversation import Conversation
+from edge.realtime.semantic_turns import SemanticTurns
 from edge.shared.events import Send, new_id, server_event
-from edge.shared.protocols import SpeechProbability
-from edge.shared.state import TurnDetection
+from edge.shared.protocols import SpeechProbability, TurnModel
+from edge.shared.state import TurnDetection, heard_as
 from wire.errors import BadAudio
 from wire.tasks import cancel_and_wait
 
@@ -83,10 +85,15 @@ class InputTurns:
         run_events: Callable[[Awaitable[None]], Coroutine[Any, Any, None]] = _as_is,
         pause_ms: int = 0,
         audio_format: str = PCM,
+        turn_model: TurnModel | None = None,
+        semantic_pause_ms: int = 192,
+        words: Callable[[], Awaitable[float | None]] | None = None,
     ) -> None:
         self._pause_ms = pause_ms if on_pause is not None else 0
-        detector = TurnDetector(detection, pause_ms=self._pause_ms) if detection else None
-        self.audio = InputAudio(vad, detector, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
+        self.audio = InputAudio(vad, None, max_buffer_s=max_buffer_s, audio_format=FORMATS[audio_format])
+        self.semantic = SemanticTurns(turn_model, self.audio, pause_ms=semantic_pause_ms, words=words)
+        self._detection: TurnDetection | None = None
+        self.configure(detection)
         self.audio.on_events = self._events_came
         self._run_events = run_events
         self._events_task: asyncio.Task[None] | None = None
@@ -111,15 +118,19 @@ class InputTurns:
         client) and its input audio format (``None``: unchanged)."""
         if audio_format is not None:
             self.audio.audio_format = FORMATS[audio_format]
+        self._detection = detection
+        # semantic_vad: the VAD listens for its eagerness timeout and pauses where the model is asked
+        pause_ms = self.semantic.pause_ms if self.semantic.on(detection) else self._pause_ms
         if detection is None:
             self.audio.detector = None
             if self._held and self.gate is not None:
                 self._held = False
                 self.gate.abandon()
         elif self.audio.detector is None:
-            self.audio.detector = TurnDetector(detection, pause_ms=self._pause_ms)
+            self.audio.detector = TurnDetector(heard_as(detection), pause_ms=pause_ms)
         else:
-            self.audio.detector.config = detection
+            self.audio.detector.config = heard_as(detection)
+            self.audio.detector.pause_ms = pause_ms
 
     async def append(self, b64: str) -> None:
         """``input_audio_buffer.append``: base64 audio in the session's input format."""
@@ -177,6 +188,8 @@ class InputTurns:
         elif isinstance(ev, SpeechPaused):
             if self._on_pause is not None:
                 self._on_pause(self.audio.peek(self._speech_start_ms, self._tail(ev.audio_end_ms)))
+            if self.audio.held:  # semantic_vad: is the turn complete here?
+                await self.semantic.judge(self.audio.so_far(self._speech_start_ms))
         elif isinstance(ev, SpeechResumed) and self._on_resume is not None:
             self._on_resume()
 
@@ -224,6 +237,7 @@ class InputTurns:
             server_event("input_audio_buffer.speech_stopped", audio_end_ms=ev.audio_end_ms, item_id=item_id)
         )
         await self._commit(item_id, audio)
+        self.semantic.stopped(self._detection)
         if held and self.gate is not None:
             await self.gate.committed(item_id, audio)
         await self._on_turn_end()

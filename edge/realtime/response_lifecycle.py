@@ -4,11 +4,10 @@ heard into the conversation (unless it was out of band) and save the session. A 
 answered user audio but ended without its transcript hands that audio to the session's input
 transcription (``edge/realtime/transcription.py``).
 
-Every turn is routed in the session's residency, with its key's priority class
-(``edge/tenancy/session_tenancy.py``).
-When no region of it can serve the turn, the key's ``on_no_region`` decides: the edge's own voice
-(the router's ``Degraded``, as always) or an ``error`` (the response fails, nothing is spoken). Each
-finished response is booked: its audit record and usage (``edge/tenancy/accounting.py``).
+Every turn is routed in the session's residency, with its key's priority class (``edge/tenancy/
+session_tenancy.py``). When no region of it can serve the turn, the key's ``on_no_region`` decides: the
+edge's own voice (the router's ``Degraded``, as always) or an ``error`` (the response fails, nothing is
+spoken). Each finished response is booked: its audit record and usage (``edge/tenancy/accounting.py``).
 
 A session has at most one response at a time; its task is this session's only background work.
 """
@@ -67,7 +66,7 @@ class ResponseLifecycle:
         self.turn_start: TurnStart | None = None
         """What the response in progress asked the router (a session snapshot keeps it)."""
         self._task: asyncio.Task[None] | None = None
-        self._speculative: SpeculativeTurn | None = None
+        self.speculative: SpeculativeTurn | None = None
         """The turn started at a pause in the user's speech (``speculate``), if one is."""
         self._drops: set[asyncio.Task[None]] = set()
         self._early: SpeculativeTurn | None = None
@@ -80,7 +79,7 @@ class ResponseLifecycle:
         of a VAD turn (the session's settings): answer the pending input, or what ``params`` say.
         ``speech_stopped_at`` (perf_counter): when server VAD called the end of the speech this
         answers, where the response's stages begin (``edge/responses/stages.py``)."""
-        spec, self._speculative = self._speculative, None
+        spec, self.speculative = self.speculative, None
         early = None
         try:
             if self.response is not None:
@@ -111,8 +110,8 @@ class ResponseLifecycle:
 
     def speculate(self, audio: bytes) -> None:
         """A pause in the user's speech: start the turn its end would start, with ``audio``, unseen
-        (``edge/realtime/speculation.py``); ``start`` takes it over if the same turn is called. Not while a
-        response is in progress, whose slot the called turn could not take."""
+        (``edge/realtime/speculation.py``; asking, under ``semantic_vad``, whether its words end it);
+        ``start`` takes it over if the same turn is called. Not while a response is in progress."""
         if self.response is not None or not audio:
             return
         self.drop_speculation()
@@ -123,15 +122,16 @@ class ResponseLifecycle:
             start, _ = turn_start(params, next_turn, state, self._deps.settings.limits.content)
         except ProtocolError:
             return  # the called turn would be refused too: it says so then
+        start.end_of_turn = state.turn_detection is not None and state.turn_detection.eagerness is not None
         routing = routing_of(state)
         span, events = traced_turn(
             "realtime", start, lambda: self._deps.router.run_turn(routing, start, audio), speculative=True
         )
-        self._speculative = SpeculativeTurn(routing, start, audio, events, span=span)
+        self.speculative = SpeculativeTurn(routing, start, audio, events, span=span)
 
     def drop_speculation(self) -> None:
         """Speech came back: the turn started at the pause is not the one that will be called."""
-        spec, self._speculative = self._speculative, None
+        spec, self.speculative = self.speculative, None
         if spec is not None:
             self._closing(spec.drop())
 

@@ -111,7 +111,7 @@ class RealtimeSession:
             self.responses.on_done = hooks.response_done
         self.vad_turns = VadTurns(
             deps.vad.stream(), state, self.conversation, send, deps.settings, responses=self.responses,
-            transcription=self.transcription, save=deps.snapshots.save,
+            transcription=self.transcription, save=deps.snapshots.save, turn_model=deps.turn_model,
         )  # fmt: skip
         self.turns = self.vad_turns.input
         self._keeper = SessionKeeper(

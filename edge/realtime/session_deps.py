@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from edge.realtime.session_snapshot import SessionSnapshots
 from edge.responses.recent_turns import RecentTurns
-from edge.shared.protocols import FallbackSpeaker, Vad
+from edge.shared.protocols import FallbackSpeaker, TurnModel, Vad
 from edge.shared.settings import EdgeSettings
 from edge.tenancy.accounting import Accounting
 from edge.tenancy.auth import Principal
@@ -42,6 +42,8 @@ class SessionDeps:
     voices: VoiceResolver
     accounting: Accounting
     """Each turn's audit record and usage."""
+    turn_model: TurnModel | None = None
+    """``semantic_vad``'s end of turn (``None``: such turns end at their eagerness timeout)."""
     recent_turns: RecentTurns = field(default_factory=RecentTurns)
     """The last responses' stages and failovers, for the operations page (``GET /status``)."""
     relay_times: list[float] | None = None

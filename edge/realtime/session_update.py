@@ -24,7 +24,7 @@ from edge.shared.errors import InvalidParam
 from edge.shared.events import new_id
 from edge.shared.limits import check_range, check_text, check_turn_detection, output_tokens
 from edge.shared.settings import ContentLimits, EdgeSettings, VadSettings
-from edge.shared.state import InputTranscription, SessionState, TurnDetection
+from edge.shared.state import EAGERNESS_MS, InputTranscription, SessionState, TurnDetection
 from edge.tenancy.session_tenancy import check_voice_allowed
 from wire.errors import BadEvent
 from wire.turn import NamedTool, Tool
@@ -78,15 +78,29 @@ def session_object(state: SessionState) -> dict[str, Any]:
         "audio": {
             "input": {
                 "format": FORMATS[state.input_audio_format].describe(),
-                "turn_detection": None
-                if td is None
-                else {"type": "server_vad", **msgspec.structs.asdict(td)},
+                "turn_detection": turn_detection_object(td),
                 "transcription": None
                 if state.transcription is None
                 else {k: v for k, v in msgspec.structs.asdict(state.transcription).items() if v is not None},
             },
             "output": {"format": FORMATS[state.output_audio_format].describe(), "voice": state.voice or None},
         },
+    }
+
+
+def turn_detection_object(td: TurnDetection | None) -> dict[str, Any] | None:
+    """``audio.input.turn_detection`` as the client set it: ``server_vad`` or ``semantic_vad``."""
+    if td is None:
+        return None
+    if td.eagerness is None:
+        fields = msgspec.structs.asdict(td)
+        del fields["eagerness"]  # (semantic_vad's alone)
+        return {"type": "server_vad", **fields}
+    return {
+        "type": "semantic_vad",
+        "eagerness": td.eagerness,
+        "create_response": td.create_response,
+        "interrupt_response": td.interrupt_response,
     }
 
 
@@ -227,9 +241,15 @@ def turn_detection(
         silence_duration_ms=defaults.silence_duration_ms,
         voicemesh_backchannel=defaults.backchannel.enabled,
     )
-    vad = td if isinstance(td, ServerVad) else None  # semantic_vad: served by the same Silero VAD
+    vad = td if isinstance(td, ServerVad) else None
     if vad is not None:
         check_turn_detection(vad.model_dump(), limits)
+    eagerness = None
+    if vad is None:  # semantic_vad: the same VAD cuts the speech, the turn model ends the turn
+        eagerness = td.eagerness or "auto"
+        if eagerness not in EAGERNESS_MS:  # (the SDK's model refuses it first; a newer SDK may add some)
+            param = "session.audio.input.turn_detection.eagerness"
+            raise InvalidParam(f"{param}: {eagerness!r}: use one of {', '.join(EAGERNESS_MS)}", param=param)
     return TurnDetection(
         threshold=_given(vad.threshold if vad else None, base.threshold),
         prefix_padding_ms=_given(vad.prefix_padding_ms if vad else None, base.prefix_padding_ms),
@@ -237,4 +257,5 @@ def turn_detection(
         create_response=_given(td.create_response, base.create_response),
         interrupt_response=_given(td.interrupt_response, base.interrupt_response),
         voicemesh_backchannel=_given(backchannel_flag(td), base.voicemesh_backchannel),
+        eagerness=eagerness,
     )

@@ -8,11 +8,16 @@ the router's events are only read into a queue. When the turn is called with exa
 that was started (``matches``), the response relays that queue instead of starting a new turn;
 when speech comes back, or the turn differs (a ``session.update`` or a new item in between), the
 started turn is closed, which cancels it in its region, and was never seen.
+
+Under ``semantic_vad`` the turn asks its region how likely its words end the user's turn
+(``TurnStart.end_of_turn``): ``end_of_turn`` is that answer, for the turn model
+(``edge/realtime/semantic_turns.py``); a turn called the same way adopts it all the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import cast
@@ -23,9 +28,10 @@ from opentelemetry.trace import INVALID_SPAN, Span
 from edge.shared.metrics import SPECULATIVE_TURNS
 from router.api import RoutedEvent, SessionRouting
 from wire.tasks import cancel_and_wait
-from wire.turn import TurnStart
+from wire.turn import Transcript, TurnStart
 
 _END = object()
+log = logging.getLogger("voicemesh.edge")
 
 
 class SpeculativeTurn:
@@ -50,10 +56,11 @@ class SpeculativeTurn:
         self._error: BaseException | None = None
         self._pump = asyncio.create_task(self._read(), name=f"speculative {start.turn_id}")
         self._adopted = False
+        self._words: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
 
     def matches(self, routing: SessionRouting, start: TurnStart, audio: bytes | None) -> bool:
         """``start`` (its own id aside) and ``audio``, routed as ``routing``, are the turn begun."""
-        same = msgspec.structs.replace(start, turn_id=self.start.turn_id)
+        same = msgspec.structs.replace(start, turn_id=self.start.turn_id, end_of_turn=self.start.end_of_turn)
         return not self._adopted and routing == self.routing and audio == self.audio and same == self.start
 
     def adopt(self) -> AsyncGenerator[RoutedEvent, None]:
@@ -61,6 +68,11 @@ class SpeculativeTurn:
         self._adopted = True
         SPECULATIVE_TURNS.labels("adopted").inc()
         return self._relayed()
+
+    async def end_of_turn(self) -> float | None:
+        """The region's probability that the words heard end the turn (``Transcript.end_of_turn``):
+        ``None`` when it gave none (not asked, no LLM answer, or the turn ended without a transcript)."""
+        return await asyncio.shield(self._words)
 
     def arrival(self) -> float:
         """When the event the response just read reached the edge (its stages are measured then)."""
@@ -76,10 +88,15 @@ class SpeculativeTurn:
         try:
             async for ev in self._events:
                 self._queue.put_nowait((time.perf_counter(), ev))
+                if isinstance(ev, Transcript) and not self._words.done():
+                    log.debug("words at a pause: %r, end of turn %s", ev.text, ev.end_of_turn)
+                    self._words.set_result(ev.end_of_turn)
         except Exception as exc:  # the response's relay classifies it, as if it had read it itself
             self._error = exc
         finally:
             self._queue.put_nowait((time.perf_counter(), _END))
+            if not self._words.done():
+                self._words.set_result(None)
 
     async def _relayed(self) -> AsyncGenerator[RoutedEvent, None]:
         try:

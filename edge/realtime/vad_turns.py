@@ -20,7 +20,7 @@ from edge.realtime.response_lifecycle import ResponseLifecycle
 from edge.realtime.transcription import InputTranscription
 from edge.shared.errors import InternalError
 from edge.shared.events import Send, error_event
-from edge.shared.protocols import SpeechProbability
+from edge.shared.protocols import SpeechProbability, TurnModel
 from edge.shared.settings import EdgeSettings
 from edge.shared.state import SessionState
 from wire.errors import ProtocolError, VoicemeshError
@@ -40,6 +40,7 @@ class VadTurns:
         responses: ResponseLifecycle,
         transcription: InputTranscription,
         save: Callable[[SessionState], Awaitable[None]],
+        turn_model: TurnModel | None = None,
     ) -> None:
         self._state = state
         self._send = send
@@ -61,6 +62,9 @@ class VadTurns:
             run_events=self._speech_events,
             pause_ms=settings.vad.speculate_after_ms,
             audio_format=state.input_audio_format,
+            turn_model=turn_model,
+            semantic_pause_ms=settings.vad.semantic_pause_ms,
+            words=self._words_end_turn,
         )
         self.input.gate = BackchannelGate(
             state, settings.vad.backchannel, send, responses, self.input.audio, barge_in=self._speech_started,
@@ -95,6 +99,12 @@ class VadTurns:
         td = self._state.turn_detection
         if td is not None and td.create_response:
             self._responses.speculate(audio.pcm16k())
+
+    async def _words_end_turn(self) -> float | None:
+        """``semantic_vad`` at a pause: how likely the words of the answer started there end the turn
+        (its region's LLM; ``None``: no answer was started, or it gave none)."""
+        spec = self._responses.speculative
+        return None if spec is None else await spec.end_of_turn()
 
     async def _turn_ended(self) -> None:
         self.speaking = False

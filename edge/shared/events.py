@@ -166,7 +166,12 @@ def validate_client_event(data: dict[str, Any]) -> tuple[RealtimeClientEvent, st
         event: RealtimeClientEvent = _client_models[type_].model_validate(data)  # type: ignore[assignment]
         return event, type_
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A union (``turn_detection``: server_vad | semantic_vad) reports its other members' ``type``
+        # first: the error of the member the client named says what to fix.
+        first = next(
+            (e for e in errors if not (e["type"] == "literal_error" and e["loc"][-1] == "type")), errors[0]
+        )
         where = _param(first["loc"])
         raise InvalidParam(f"invalid {type_}: {where}: {first['msg']}", param=where) from exc
 

@@ -45,6 +45,18 @@ SPEECH_OVER_ANSWERS = Counter(
     " in time: a barge-in)",
     ["outcome"],
 )
+TURN_MODEL_SECONDS = Histogram(
+    "voicemesh_edge_turn_model_seconds",
+    "One batched Smart Turn call (features and model) that asks whether user turns are complete"
+    " (semantic_vad: edge/audio/turn_model.py)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0),
+)
+SEMANTIC_TURN_ENDS = Counter(
+    "voicemesh_edge_semantic_turn_ends_total",
+    "semantic_vad turns ended, `by` the turn model calling them complete at a pause or the eagerness"
+    " timeout (the silence it waits after the model said not complete)",
+    ["by"],
+)
 KEY_TURNS = Counter(
     "voicemesh_edge_key_turns_total",
     "Turns finished per key id, by outcome (completed, degraded, failed, cancelled): edge/tenancy/usage.py",

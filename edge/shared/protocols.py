@@ -77,3 +77,13 @@ class FallbackSpeaker(Protocol):
     def speak(self, text: str) -> AsyncIterator[tuple[str, bytes]]:
         """Yield ``(sentence, 24 kHz PCM16)`` one sentence at a time."""
         ...
+
+
+class TurnModel(Protocol):
+    """Whether a user's turn is complete, from its audio (``semantic_vad``): shared by every session."""
+
+    async def complete(self, pcm16k: bytes) -> float:
+        """Probability that the turn whose 16 kHz PCM16 audio this is (up to now) is complete."""
+        ...
+
+    async def aclose(self) -> None: ...

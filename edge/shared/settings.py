@@ -49,6 +49,9 @@ class VadSettings:
     answer starts unseen, and is shown only if the turn ends there (``edge/realtime/speculation.py``): the
     region works through the rest of the silence window. 0: off."""
     backchannel: BackchannelSettings = field(default_factory=BackchannelSettings)
+    semantic_pause_ms: int = 192
+    """``semantic_vad``: at a pause this long the turn model is asked whether the turn is complete
+    (``edge/realtime/semantic_turns.py``); its answer may start there too, as above."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,9 @@ class EdgeSettings:
     """What runs Silero: ``openvino`` (a third of the CPU per chunk) or ``onnxruntime``
     (``edge/audio/silero.py``)."""
     piper_model: str = ""
+    turn_model: str = ""
+    """Smart Turn v3.2 ONNX (``semantic_vad``'s end of turn, ``edge/audio/turn_model.py``); unset,
+    ``semantic_vad`` turns end at their eagerness timeout."""
     hold_message: str = "Sorry, I can't answer that right now. Please try again in a moment."
     default_voice: str = ""
     voices: VoiceTable = field(default_factory=lambda: CPU_VOICES)

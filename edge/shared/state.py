@@ -25,6 +25,21 @@ class TurnDetection(msgspec.Struct, kw_only=True):
     """Speech over an answer pauses it and, if only a backchannel ("mm-hm"), resumes it
     (``edge/realtime/backchannel.py``); off: a barge-in at once. The edge's default is
     ``BackchannelSettings.enabled``."""
+    eagerness: str | None = None
+    """``semantic_vad`` (``low``, ``medium``, ``high``, ``auto``): a pause ends the turn when the turn
+    model calls it complete, else after ``EAGERNESS_MS`` of silence (``edge/realtime/semantic_turns.py``).
+    ``None``: ``server_vad``, ``silence_duration_ms`` of silence ends it."""
+
+
+EAGERNESS_MS = {"low": 8000, "medium": 4000, "high": 2000, "auto": 4000}
+"""How long ``semantic_vad`` waits in silence when the turn model says "not complete" (OpenAI's)."""
+
+
+def heard_as(td: TurnDetection) -> TurnDetection:
+    """What the edge's VAD listens with: ``semantic_vad``'s silence window is its eagerness timeout."""
+    if td.eagerness is None:
+        return td
+    return msgspec.structs.replace(td, silence_duration_ms=EAGERNESS_MS[td.eagerness])
 
 
 class InputTranscription(msgspec.Struct, kw_only=True):

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from edge.app.server import EdgeTask
 from edge.app.services import EdgeServices
-from edge.shared.protocols import FallbackSpeaker, Vad
+from edge.shared.protocols import FallbackSpeaker, TurnModel, Vad
 from edge.shared.settings import EdgeSettings
 from edge.testing.models import EnergyVad, ToneVoice
 from edge.testing.scripted_router import ScriptedRouter, spoken_reply
@@ -21,6 +21,7 @@ def memory_services(
     vad: Vad | None = None,
     fallback: FallbackSpeaker | None = None,
     settings: EdgeSettings | None = None,
+    turn_model: TurnModel | None = None,
 ) -> EdgeServices:
     """``EdgeServices`` on stand-ins (a router with one empty reply, ``EnergyVad``, ``ToneVoice``) and
     in-memory stores; pass real ones for whatever is under test."""
@@ -30,6 +31,7 @@ def memory_services(
         router if router is not None else ScriptedRouter(spoken_reply("Hello.")),
         vad=vad if vad is not None else EnergyVad(),
         fallback=fallback if fallback is not None else ToneVoice(),
+        turn_model=turn_model,
     )
 
 

@@ -66,6 +66,7 @@ def edge_settings(
         host=host, port=port, api_keys=api_keys, admin_keys=admin_keys,
         jwt_secret=os.environ.get("VOICEMESH_JWT_SECRET") or None,
         vad_model=vad_model or p.edge.vad_model, vad_runtime=vad_runtime, piper_model=p.edge.piper_model,
+        turn_model=p.edge.turn_model,
         store_url=store_url,
         voices=p.voices, models=p.model_names(),
         limits=LimitSettings(content=ContentLimits(context_tokens=p.context_tokens)), vad=vad,

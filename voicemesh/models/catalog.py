@@ -109,6 +109,20 @@ SILERO_VAD = ModelSpec(
     ),
 )
 
+SMART_TURN = ModelSpec(
+    name="smart-turn",
+    purpose="edge semantic end of turn (Pipecat's Smart Turn v3.2 CPU ONNX, BSD-2; `semantic_vad`)",
+    # Files only (pip --no-deps): the pipecat-ai wheel carries the model; the edge never imports it.
+    packages=("pipecat-ai==1.14.0",),
+    artifacts=(
+        Artifact(
+            "smart-turn-v3.2-cpu.onnx",
+            ("pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",),
+            "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
+        ),
+    ),
+)
+
 SMOLLM2_GGUF = ModelSpec(
     name="smollm2-135m-gguf",
     purpose="LLM weights (SmolLM2-135M-Instruct Q4_1 GGUF), converted below for vLLM",
@@ -122,7 +136,9 @@ SMOLLM2_GGUF = ModelSpec(
     ),
 )
 
-CATALOG: tuple[ModelSpec, ...] = (WHISPER_BASE, KOKORO_INT8, PIPER_JOE, SILERO_VAD, SMOLLM2_GGUF)
+CATALOG: tuple[ModelSpec, ...] = (
+    WHISPER_BASE, KOKORO_INT8, PIPER_JOE, SILERO_VAD, SMART_TURN, SMOLLM2_GGUF,
+)  # fmt: skip
 
 SMOLLM2_HF = "smollm2-135m-instruct"
 """Directory (under the models dir) of SmolLM2 converted to a Hugging Face checkpoint for vLLM."""
@@ -190,5 +206,5 @@ KOKORO_FP32 = MirroredModel(
 GPU_MIRRORED: tuple[MirroredModel, ...] = (QWEN3_8B, WHISPER_LARGE_V3, KOKORO_FP32)
 """The gpu profile's region models, fetched from ``--source`` (``VOICEMESH_MODEL_SOURCE``)."""
 
-EDGE_MODELS: tuple[str, ...] = (PIPER_JOE.name, SILERO_VAD.name)
+EDGE_MODELS: tuple[str, ...] = (PIPER_JOE.name, SILERO_VAD.name, SMART_TURN.name)
 """What an edge reads in both profiles (from PyPI, like the cpu profile's)."""

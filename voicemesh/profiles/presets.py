@@ -55,6 +55,7 @@ def _edge_models(models: Path) -> EdgeModels:
     return EdgeModels(
         piper_model=str(models / "piper-joe" / "en_US-joe-medium.onnx"),
         vad_model=str(models / "silero-vad" / "silero_vad.onnx"),
+        turn_model=str(models / "smart-turn" / "smart-turn-v3.2-cpu.onnx"),
     )
 
 
@@ -85,6 +86,7 @@ def cpu_profile() -> Profile:
             ),
             vllm_env=_vllm_cpu_env(),
             first_leg_tokens=first_leg_tokens(),
+            end_of_turn_token="<|im_end|>",  # SmolLM2's chat template closes a message with it
             nice=llm_nice(),
         ),
         tts=TtsSettings(
@@ -136,6 +138,7 @@ def gpu_profile() -> Profile:
             vllm_env={"HF_HUB_OFFLINE": "1"},
             # Qwen3 thinks by default; a voice answer must start at once, so thinking is off.
             chat_template_kwargs={"enable_thinking": False},
+            end_of_turn_token="<|im_end|>",  # Qwen3's too
             nice=llm_nice(),
         ),
         tts=TtsSettings(

@@ -14,6 +14,7 @@ from region.settings import LlmSettings, SttSettings, TtsSettings
 class EdgeModels:
     piper_model: str
     vad_model: str
+    turn_model: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,5 +55,6 @@ class Profile:
             self.tts.voices,
             self.edge.piper_model,
             self.edge.vad_model,
+            self.edge.turn_model,
         ]
         return [Path(c) for c in candidates if c.startswith("/")]
