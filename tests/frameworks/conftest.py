@@ -192,14 +192,31 @@ class LiveKitSession:
     errors: list[Any] = field(default_factory=list)
     generations: list[dict[str, Any]] = field(default_factory=list)
 
-    async def speak(self, pcm: bytes) -> None:
+    mic: asyncio.Task[None] | None = None
+    """Silence after each utterance, as an open microphone in a room sends: ``semantic_vad`` may
+    wait out its eagerness timeout in it (a turn the words call unfinished)."""
+
+    def _push(self, chunk: bytes) -> None:
         from livekit import rtc
 
-        def push(chunk: bytes) -> None:
-            frame = rtc.AudioFrame(chunk, CLIENT_RATE, 1, len(chunk) // 2)
-            self.session.push_audio(frame)
+        self.session.push_audio(rtc.AudioFrame(chunk, CLIENT_RATE, 1, len(chunk) // 2))
 
-        await paced(pcm, push)
+    async def speak(self, pcm: bytes) -> None:
+        await self.mute()
+        await paced(pcm, self._push)
+        self.mic = asyncio.get_running_loop().create_task(self._open_mic())
+
+    async def _open_mic(self) -> None:
+        second = bytes(2 * CLIENT_RATE)
+        while True:
+            await paced(second, self._push, pace=1.0)
+
+    async def mute(self) -> None:
+        if self.mic is not None:
+            self.mic.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.mic
+            self.mic = None
 
     def server_events(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events.items if e.get("type") == kind]
@@ -255,6 +272,7 @@ async def livekit_session(edge_http_url: str, api_key: str, **options: Any) -> A
     try:
         yield lk
     finally:
+        await lk.mute()
         async with asyncio.timeout(30):
             await session.aclose()
             await model.aclose()
