@@ -23,6 +23,7 @@ import numpy as np
 import onnxruntime as ort
 from faster_whisper.feature_extractor import FeatureExtractor
 
+from edge.audio.batches import Batches
 from edge.shared.metrics import TURN_MODEL_SECONDS
 from edge.shared.protocols import F32
 from wire.errors import ModelMissing
@@ -79,8 +80,7 @@ class TurnModelBatcher:
         self.model = SmartTurn(path)
         self.max_batch = max_batch
         self.calls = 0
-        self._pending: list[tuple[bytes, asyncio.Future[float]]] = []
-        self._wake: asyncio.Future[None] | None = None
+        self._batches: Batches[tuple[bytes, asyncio.Future[float]]] = Batches()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn-model")
         self._task: asyncio.Task[None] | None = None
 
@@ -89,20 +89,13 @@ class TurnModelBatcher:
         if self._task is None:
             self._task = loop.create_task(self._run(), name="turn-model-batcher")
         answer: asyncio.Future[float] = loop.create_future()
-        self._pending.append((pcm16k, answer))
-        if self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
+        self._batches.put((pcm16k, answer))
         return await answer
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            if not self._pending:
-                self._wake = loop.create_future()
-                await self._wake
-                self._wake = None
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
+            batch = await self._batches.take(self.max_batch)
             try:
                 probs = await loop.run_in_executor(self._executor, self.model.run, [t for t, _ in batch])
             except Exception as exc:  # a model failure fails these questions, never the batcher

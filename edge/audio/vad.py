@@ -31,6 +31,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from edge.audio.batches import Batches
 from edge.audio.decimate import HISTORY, decimate
 from edge.audio.silero import CONTEXT, FRAME, MODEL_RATE, load_silero
 from edge.shared.protocols import CHUNK, CHUNK_MS, F32, ChunkSource
@@ -96,8 +97,7 @@ class VadBatcher:
         self.model = load_silero(model_path, runtime)
         self.max_batch = max_batch
         self.stats = BatchStats()
-        self._pending: list[tuple[VadStream, ChunkSource]] = []
-        self._wake: asyncio.Future[None] | None = None
+        self._batches: Batches[tuple[VadStream, ChunkSource]] = Batches()
         """Set while the batcher waits for a first chunk (a list and one future instead of an
         ``asyncio.Queue``, whose put and get cost more Python per chunk)."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vad")
@@ -139,19 +139,12 @@ class VadBatcher:
     def push(self, stream: VadStream, source: ChunkSource) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="vad-batcher")
-        self._pending.append((stream, source))
-        if self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
+        self._batches.put((stream, source))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            if not self._pending:
-                self._wake = loop.create_future()
-                await self._wake
-                self._wake = None
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
+            batch = await self._batches.take(self.max_batch)
             slots = np.fromiter([stream.slot for stream, _ in batch], np.intp, len(batch))
             # Each chunk is read from its session's buffer now, as a view valid until that session's
             # next append (which runs on this thread, so not before the copy into the rows here).
