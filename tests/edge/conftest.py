@@ -19,7 +19,8 @@ from wire.audio import CLIENT_RATE, FloatAudio, read_wav
 @pytest_asyncio.fixture(scope="session")
 async def edge(edge_factory: EdgeFactory, region_factory: RegionFactory) -> RunningEdge:
     """An edge in front of one real region (Whisper -> vLLM -> Kokoro)."""
-    return await edge_factory([region_factory("edge-test", max_concurrent=2, max_queue=4)])
+    region = region_factory("edge-test", max_concurrent=2, max_queue=4, keep=True)
+    return await edge_factory([region], keep=True)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -28,6 +29,7 @@ async def lonely_edge(edge_factory: EdgeFactory) -> RunningEdge:
     return await edge_factory(
         [("nowhere", f"http://127.0.0.1:{free_port()}")],
         hold_message="Sorry, no region can answer right now.",
+        keep=True,
     )
 
 

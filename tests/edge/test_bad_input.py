@@ -35,6 +35,7 @@ async def strict_edge(edge_factory: EdgeFactory) -> RunningEdge:
         jwt_secret=JWT_SECRET,
         admin_keys=(ADMIN_KEY,),
         limits=replace(STRICT, max_sessions_per_key=2, connect_rate_per_s=0.5, connect_burst=40),
+        keep=True,
     )
 
 

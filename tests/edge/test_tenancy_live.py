@@ -107,13 +107,20 @@ async def booked(reader: RunningEdge, key_id: str) -> tuple[dict[str, Any], dict
     """The key's one audit record and its usage, read through ``reader``. The serving edge books a
     turn in a task of its own as ``response.done`` goes out, so the books may be written just after
     the client read it: wait for them (bounded; books that never land fail here)."""
-    async with asyncio.timeout(BOOKING_TIMEOUT_S):
-        while True:
-            turns = (await admin_get(reader, f"/v1/keys/{key_id}/audit?limit=5"))["turns"]
-            usage = (await admin_get(reader, f"/v1/keys/{key_id}/usage"))["usage"]
-            if turns and usage.get("turns"):
-                break
-            await asyncio.sleep(0.1)
+    turns: list[dict[str, Any]] = []
+    usage: dict[str, Any] = {}
+    try:
+        async with asyncio.timeout(BOOKING_TIMEOUT_S):
+            while True:
+                turns = (await admin_get(reader, f"/v1/keys/{key_id}/audit?limit=5"))["turns"]
+                usage = (await admin_get(reader, f"/v1/keys/{key_id}/usage"))["usage"]
+                if turns and usage.get("turns"):
+                    break
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(
+            f"{key_id}'s books never reached the reader: audit {turns}, usage {usage}"
+        ) from None
     assert len(turns) == 1, turns
     return turns[0], usage
 
@@ -136,7 +143,10 @@ async def test_an_eu_region_killed_mid_answer_never_sends_an_eu_keys_turn_to_the
         ("live-eu-voice", token("live-eu-voice", residency=["eu"])),
         ("live-eu-error", token("live-eu-error", residency=["eu"], on_no_region="error")),
     ]:
-        eu = region_factory("tenancy-eu")  # started again after the last case's kill
+        # Started again after the last case's kill, in a thread: the wait for it to be ready must
+        # not stop this event loop, which runs the last case's edge and its booking (stopped for
+        # that long, its Redis calls time out and the books wait on that edge for a retry).
+        eu = await asyncio.to_thread(region_factory, "tenancy-eu")
         edge = await edge_before(edge_factory, redis_url, eu, us)
         created, seen = await turn_killing(edge, tok, eu)
         runs[name] = (edge, created, seen)

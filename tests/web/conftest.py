@@ -114,7 +114,9 @@ async def web_edge(edge_factory: EdgeFactory, region: RunningRegion) -> WebEdge:
     tags make the registry look like a real one. It has a caller key and an admin key."""
     dead = ("us-east", f"http://127.0.0.1:{free_port()}")
     admin = "admin-" + secrets.token_hex(8)
-    edge = WebEdge(**vars(await edge_factory([region, dead], admin_keys=(admin,))), admin_key=admin)
+    edge = WebEdge(
+        **vars(await edge_factory([region, dead], admin_keys=(admin,), keep=True)), admin_key=admin
+    )
     edge.router.apply_registry(
         Registry(
             regions=[
@@ -138,4 +140,5 @@ async def lonely_web_edge(edge_factory: EdgeFactory) -> RunningEdge:
     return await edge_factory(
         [("nowhere", f"http://127.0.0.1:{free_port()}")],
         hold_message="Sorry, no region can answer right now.",
+        keep=True,
     )
