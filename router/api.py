@@ -52,7 +52,8 @@ class Degraded:
     """No allowed region can finish the turn: the edge must speak for itself (Piper).
 
     ``unvoiced_text`` is reply text a region produced whose audio never arrived: speak it. When it is
-    empty the edge speaks its hold/apology message.
+    empty and the caller heard nothing yet, the edge speaks its hold/apology message (after a reply
+    heard up to a clause end it says nothing more: ``edge/turns/edge_voice.py``).
     """
 
     reason: str

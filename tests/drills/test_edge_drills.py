@@ -20,14 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.drills import BUSY_MACHINE_SLO
+from tests.fixtures.drills import BUSY_MACHINE_SLO, run_suite_drill
 from tests.fixtures.region import RunningRegion
-from voicemesh.drills.caller_state import CallerSettings, EdgeTarget
+from voicemesh.drills.caller_state import EdgeTarget
 from voicemesh.drills.deployment import Deployment
-from voicemesh.drills.drill_context import FaultParams
-from voicemesh.drills.report import write_report
-from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS
 from wire.region_auth import ClientAuth
 
 KEY, ADMIN = "vm-edge-drill-key", "vma-edge-drill-admin"
@@ -57,22 +53,10 @@ def regions_only(tmp_path: Path, region: RunningRegion, region_keys: Path) -> De
 async def test_edge_drill_loses_no_turn_and_no_item(
     regions_only: Deployment, tmp_path: Path, scenario: str, faults: list[str]
 ) -> None:
-    result = await run_drill(
-        SCENARIOS[scenario],
-        regions_only,
-        callers=2,
-        caller_settings=CallerSettings(turns=3, turn_timeout_s=120),
-        params=FaultParams(at_turn=2, hold_s=3.0),
-        slo=BUSY_MACHINE_SLO,
-        speech_dir=tmp_path / "speech",
-        report=print,
-        max_duration_s=480,
+    run = await run_suite_drill(
+        scenario, regions_only, tmp_path, turn_timeout_s=120, hold_s=3.0, max_duration_s=480
     )
-    files = write_report(
-        result, tmp_path / "report", command=f"voicemesh drill {scenario} --callers 2 --turns 3"
-    )
-    data = json.loads(files["json"].read_text())
-    print(files["md"].read_text())
+    files, data = run.files, run.data
 
     assert len(data["turns"]) == 6
     assert data["stats"]["lost"] == 0, [t for t in data["turns"] if not t["complete"]]

@@ -12,20 +12,14 @@ be ready again (the drill waits for it: the fault's end).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.drills import BUSY_MACHINE_SLO, as_drill_target
+from tests.fixtures.drills import as_drill_target, run_suite_drill
 from tests.fixtures.infra import LocalDeployment
-from voicemesh.drills.caller_state import CallerSettings
 from voicemesh.drills.deployment import Deployment
-from voicemesh.drills.drill_context import FaultParams
-from voicemesh.drills.report import write_report
-from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS
 
 
 @pytest.fixture(scope="module")
@@ -36,22 +30,10 @@ def target(own_llm_deployment: LocalDeployment) -> Iterator[Deployment]:
 async def test_llm_crash_drill_loses_no_turn_and_recovers(target: Deployment, tmp_path: Path) -> None:
     regions = [r.id for r in target.regions()]
     assert len(regions) == 2
-    result = await run_drill(
-        SCENARIOS["llm-crash"],
-        target,
-        callers=2,
-        caller_settings=CallerSettings(turns=3, turn_timeout_s=120),
-        params=FaultParams(at_turn=2, hold_s=2.0),
-        slo=BUSY_MACHINE_SLO,
-        speech_dir=tmp_path / "speech",
-        report=print,
-        max_duration_s=900,
+    run = await run_suite_drill(
+        "llm-crash", target, tmp_path, turn_timeout_s=120, hold_s=2.0, max_duration_s=900
     )
-    files = write_report(
-        result, tmp_path / "report", command="voicemesh drill llm-crash --callers 2 --turns 3"
-    )
-    data = json.loads(files["json"].read_text())
-    print(files["md"].read_text())
+    files, data = run.files, run.data
 
     assert data["callers"] == 2 and len(data["turns"]) == 6
     assert data["stats"]["lost"] == 0, [t for t in data["turns"] if not t["complete"]]

@@ -13,37 +13,19 @@ deadline, a failed probe) is an accepted reason.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.fixtures.drills import BUSY_MACHINE_SLO
-from voicemesh.drills.caller_state import CallerSettings
+from tests.fixtures.drills import BUSY_MACHINE_SLO, run_suite_drill
 from voicemesh.drills.deployment import Deployment
-from voicemesh.drills.drill_context import FaultParams
-from voicemesh.drills.report import write_report
-from voicemesh.drills.runner import run_drill
-from voicemesh.drills.scenarios import SCENARIOS
 
 
 async def test_region_crash_drill_loses_no_turn(drill_deployment: Deployment, tmp_path: Path) -> None:
     regions = [r.id for r in drill_deployment.regions()]
     assert len(regions) == 2
-    result = await run_drill(
-        SCENARIOS["region-crash"],
-        drill_deployment,
-        callers=2,
-        caller_settings=CallerSettings(turns=3, turn_timeout_s=90),
-        params=FaultParams(at_turn=2, hold_s=2.0),
-        slo=BUSY_MACHINE_SLO,
-        speech_dir=tmp_path / "speech",
-        report=print,
-        max_duration_s=420,
+    run = await run_suite_drill(
+        "region-crash", drill_deployment, tmp_path, turn_timeout_s=90, hold_s=2.0, max_duration_s=420
     )
-    files = write_report(
-        result, tmp_path / "report", command="voicemesh drill region-crash --callers 2 --turns 3"
-    )
-    data = json.loads(files["json"].read_text())
-    print(files["md"].read_text())
+    files, data = run.files, run.data
 
     assert data["callers"] == 2 and len(data["turns"]) == 6
     assert data["stats"]["lost"] == 0, [t for t in data["turns"] if not t["complete"]]
