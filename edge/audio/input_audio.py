@@ -196,7 +196,9 @@ class InputAudio:
             self.held = self.hold_pauses and isinstance(ev, SpeechPaused)
             self.events.append(ev)
             self.on_events()
-        elif self.on_heard is not None and self.detector.speaking:
+        elif self.on_heard is not None and self.detector.voiced:
+            # Voiced chunks only: the silence window after a short "mm-hm" (500 ms by default) is
+            # not speech going on, and counting it made every backchannel reach the bound.
             self.on_heard(self._vad_pos // MS)
         if not self.detector.speaking and not self.events:  # (a stopped turn's speech is taken first)
             self._trim(self._vad_pos - self.detector.config.prefix_padding_ms * MS)

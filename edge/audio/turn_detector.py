@@ -51,6 +51,11 @@ class TurnDetector:
         self._paused = False
         self._pause_end_ms = 0
 
+    @property
+    def voiced(self) -> bool:
+        """Speaking, and the last chunk was speech (not the silence that may yet end the turn)."""
+        return self.speaking and self._silence_ms == 0
+
     def end_pause(self) -> SpeechStopped | None:
         """End the turn at the pause last reported, if speech has not come back since (a turn model
         called it complete: ``edge/realtime/semantic_turns.py``)."""

@@ -4,7 +4,8 @@ When speech starts while an answer plays (and the session has ``interrupt_respon
 ``voicemesh_backchannel`` on), the answer's audio pauses at once (``Player.pause``: the client plays
 out what it holds, at most the player's lead) and the speech is held: no event goes out for it yet.
 
-* Still speaking ``BackchannelSettings.max_ms`` after it began (in audio time, as the VAD hears it):
+* Still voiced ``BackchannelSettings.max_ms`` after it began (in audio time, as the VAD hears it;
+  the silence the VAD waits for before ``speech_stopped`` does not count):
   an interruption; the held ``speech_started`` goes out and the answer is cancelled
   (``turn_detected``), truncated at what was heard, as a barge-in always was.
 * Stopped sooner: its words come from a region's transcribe-only turn. Only backchannel words (or

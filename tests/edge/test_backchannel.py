@@ -140,6 +140,25 @@ async def test_speech_past_the_bound_interrupts_without_waiting_for_its_end() ->
         assert router.turns[1].audio  # the new turn's region hears it itself
 
 
+async def test_the_silence_after_a_short_backchannel_does_not_count_toward_the_bound() -> None:
+    """0.5 s of speech, then the VAD's 500 ms silence window: past a 600 ms bound in audio (900 ms
+    here: speech at the buffer's start is taken to begin at the prefix padding, 300 ms), but the
+    speech itself was short. It is a backchannel (decided by its words), not an interruption."""
+    rest = Hold()
+    router = ScriptedRouter(_answer(rest), heard("Mm-hm."))
+    vad = VadSettings(backchannel=BackchannelSettings(max_ms=600))
+    async with SessionHarness(memory_services(router, settings=EdgeSettings(vad=vad))) as edge:
+        await edge.say("Tell me a story")
+        await edge.send({"type": "response.create"})
+        await edge.wait_for("response.output_audio.delta", 2)
+        await edge.append_audio(tone(0.5) + silence(0.8))
+        rest.release()
+        await edge.wait_for("response.done")
+        assert edge.of_type("response.done")[0]["response"]["status"] == "completed"
+        assert not edge.of_type("input_audio_buffer.speech_started")
+        assert [t.start.transcribe_only for t in router.turns] == [False, True]
+
+
 async def test_no_transcript_is_a_barge_in() -> None:
     failed: list[RoutedEvent] = [
         Routed(region="eu-west"),
