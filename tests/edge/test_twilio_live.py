@@ -63,7 +63,9 @@ async def test_phone_call_is_answered_and_barge_in_clears(
     )  # (-s shows it)
     assert received.stream_sids == {call.stream_sid} and received.other == []
     assert all(len(chunk) == messages.FRAME_BYTES for _, chunk in received.media)
-    assert len(answer) / messages.RATE >= 1.0  # at least the first clause, whole
+    # The first clause, whole: Twilio echoes a mark once the audio before it has played. A clause can
+    # be as short as "Sure." ("Once upon a time," was 0.92 s); a mark sent ahead of its audio gives ~0.
+    assert len(answer) / messages.RATE >= 0.25
     assert energy(answer) > 0.02  # speech, not silence (Kokoro's speech is around 0.1)
     assert len(received.clears) >= 1
     assert energy(received.audio(since=cleared_at)) > 0.02
