@@ -121,11 +121,12 @@ class Pipeline:
         if answers_unprompted(start):
             return "", None
         if start.transcribe_only and start.transcript is None and turn.audio is not None:
-            t = time.perf_counter()  # a transcription asked for as such: timed segments too
+            t = time.perf_counter()  # a transcription asked for as such: segments too
             async with self.stages.order.slot(urgent=True):
                 segments = await self.stages.stt.transcribe_timed(
-                    turn.audio, turn.cancel, language=start.language, prompt=start.prompt
-                )
+                    turn.audio, turn.cancel, language=start.language, prompt=start.prompt,
+                    timestamps=start.timestamps,
+                )  # fmt: skip
             turn.mark("stt_s", t)
             text = " ".join(s.text for s in segments)
             return text, self.transcript_event(turn, text, segments)

@@ -59,10 +59,11 @@ class SpeechToText(Model, Protocol):
         ...
 
     async def transcribe_timed(
-        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
-    ) -> list[Segment]:
-        """The same as timed segments (a ``transcribe_only`` turn), in ``language`` (``""``: the
-        configured one) with Whisper's ``prompt``."""
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = "",
+        timestamps: bool = True,
+    ) -> list[Segment]:  # fmt: skip
+        """The same as segments (a ``transcribe_only`` turn), in ``language`` (``""``: the configured
+        one) with Whisper's ``prompt``; timed unless ``timestamps`` is off."""
         ...
 
 

@@ -54,11 +54,12 @@ class Transcriber:
         return join_segments(segments)
 
     async def transcribe_timed(
-        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
-    ) -> list[Segment]:
-        """The same as timed segments; ``language``/``prompt`` override the settings for one turn."""
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = "",
+        timestamps: bool = True,
+    ) -> list[Segment]:  # fmt: skip
+        """The same as segments; ``language``/``prompt`` override the settings for one turn."""
         with self.workload.running("stt"):
-            return await asyncio.to_thread(self._run, audio, cancel, language, prompt, True)
+            return await asyncio.to_thread(self._run, audio, cancel, language, prompt, timestamps)
 
     def _run(
         self, audio: FloatAudio, cancel: CancelToken, language: str, prompt: str, timed: bool

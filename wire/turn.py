@@ -134,6 +134,10 @@ class TurnStart(msgspec.Struct, tag="turn.start", tag_field="type", kw_only=True
     """A ``transcribe_only`` turn's language (ISO-639-1); ``""``: the region's setting."""
     prompt: str = ""
     """A ``transcribe_only`` turn's prompt for Whisper (words and style to expect)."""
+    timestamps: bool = True
+    """A ``transcribe_only`` turn's segments with their times (``verbose_json``); off, Whisper decodes
+    the words alone, as in an answered turn. The backchannel gate's is off: a hummed "mm-hm" after
+    its prompt was "Let's go." in 12 of 12 timed decodes, "Mm-hm."/"Uh-huh." in 11 of 12 untimed."""
     custom_voice: CustomVoice | None = None
     """Speak with this custom voice's definition instead of ``voice`` (``wire/voices.py``): the turn
     carries it, so every region has it, and a failover keeps it."""

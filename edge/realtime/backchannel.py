@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from edge.audio.input_audio import InputAudio
 from edge.audio.turn_audio import TurnAudio
@@ -42,8 +42,13 @@ from wire.errors import VoicemeshError
 
 log = logging.getLogger(__name__)
 
-Transcribe = Callable[[bytes], Awaitable[TranscriptionResult]]
-"""16 kHz PCM16 -> a transcribe-only turn's result (``transcription.transcribe_once``)."""
+
+class Transcribe(Protocol):
+    """16 kHz PCM16 -> a transcribe-only turn's result (``InputTranscription.words``)."""
+
+    def __call__(self, pcm16k: bytes, *, prompt: str | None = None) -> Awaitable[TranscriptionResult]: ...
+
+
 Heard = Callable[[str, str, int], Awaitable[None]]
 """``InputTranscription.heard``: an item's transcript, known."""
 
@@ -161,7 +166,7 @@ class BackchannelGate:
         """What the speech said (``""``: nothing); ``None``: no region told in time."""
         try:
             async with asyncio.timeout(self._settings.transcribe_timeout_s):
-                result = await self._transcribe(audio.pcm16k())
+                result = await self._transcribe(audio.pcm16k(), prompt=self._settings.prompt)
         except (TimeoutError, VoicemeshError) as exc:
             log.info("session %s: speech over the answer unheard: %s", self._state.id, exc)
             return None

@@ -136,9 +136,9 @@ class InputTranscription:
         if self._running is not None and self._running[0] == item_id:
             self._running[1].cancel()  # closes the router stream: the region stops its STT
 
-    async def words(self, pcm16k: bytes) -> TranscriptionResult:
+    async def words(self, pcm16k: bytes, *, prompt: str | None = None) -> TranscriptionResult:
         """What ``pcm16k`` says, for the edge itself (no item, no events): ``transcribe_once``."""
-        return await transcribe_once(self._router, self._accounting, self._state, pcm16k)
+        return await transcribe_once(self._router, self._accounting, self._state, pcm16k, prompt=prompt)
 
     async def close(self) -> None:
         if self._worker is not None:
@@ -185,14 +185,19 @@ class InputTranscription:
 
 
 async def transcribe_once(
-    router: TurnRouter, accounting: Accounting, state: SessionState, pcm: bytes
+    router: TurnRouter, accounting: Accounting, state: SessionState, pcm: bytes, *, prompt: str | None = None
 ) -> TranscriptionResult:
     """16 kHz ``pcm`` through one transcribe-only turn (``TurnStart.transcribe_only``: STT alone on a
     region, routed in the session's residency with its key's priority), read to its end so the router
-    counts it as served, and booked like any turn."""
+    counts it as served, and booked like any turn. Whisper gets the session's transcription language
+    and prompt (``session.audio.input.transcription``); ``prompt`` replaces the latter."""
+    asked = state.transcription
     start = TurnStart(
-        turn_id=new_id("turn"), transcribe_only=True, output_audio=False, priority=state.priority
-    )
+        turn_id=new_id("turn"), transcribe_only=True, output_audio=False, priority=state.priority,
+        language=(asked.language if asked else None) or "",
+        prompt=prompt if prompt is not None else (asked.prompt if asked else None) or "",
+        timestamps=False,  # (only the words are sent)
+    )  # fmt: skip
     trail = TurnTrail()
     status = "failed"
     try:

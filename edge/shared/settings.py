@@ -32,6 +32,10 @@ class BackchannelSettings:
     """Speech still going this long after it started is an interruption without waiting for its
     words (LiveKit's ``min_interruption_duration`` is 0.5 s; a backchannel rarely lasts 1 s)."""
     words: tuple[str, ...] = BACKCHANNEL_WORDS
+    prompt: str = "Mm-hm. Yeah. Right. Uh-huh. Okay."
+    """Whisper's prompt for the short speech, so that a hummed backchannel is written as one, not as
+    words it sounds like (espeak-ng's "mm-hm": "with him.", "But um..."). It costs a short
+    interruption now and then: ``voicemesh bench backchannel-words`` (docs/benchmarks.md). "": none."""
     transcribe_timeout_s: float = 3.0
     """Longest wait for a short speech's words (a region's transcribe-only turn); past it, or when no
     region could transcribe it, it is taken as an interruption (what it was before this feature)."""

@@ -57,6 +57,8 @@ class FixedTranscript:
         self.hold = hold
         self.calls = 0
         self.running = 0
+        self.asked: list[tuple[str, str, bool]] = []
+        """Each timed transcription's ``(language, prompt, timestamps)``."""
 
     async def load(self) -> None:
         pass
@@ -73,8 +75,10 @@ class FixedTranscript:
             self.running -= 1
 
     async def transcribe_timed(
-        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = ""
-    ) -> list[Segment]:
+        self, audio: FloatAudio, cancel: CancelToken, *, language: str = "", prompt: str = "",
+        timestamps: bool = True,
+    ) -> list[Segment]:  # fmt: skip
+        self.asked.append((language, prompt, timestamps))
         text = await self.transcribe(audio, cancel)
         return [Segment(start=0.0, end=round(len(audio) / STT_RATE, 3), text=text)]
 

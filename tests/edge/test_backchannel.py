@@ -113,7 +113,9 @@ async def test_other_words_are_a_barge_in_and_their_turn_is_answered() -> None:
         assert [types.index(t) for t in order] == sorted(types.index(t) for t in order)
         # The new turn is answered, its words already known: no second STT on the region.
         await edge.wait_for("response.created", 2)
-        answer = router.turns[2]
+        listened, answer = router.turns[1:3]
+        # Whisper was told to expect backchannels (a hummed "mm-hm" is not heard as "with him").
+        assert listened.start.transcribe_only and listened.start.prompt == BackchannelSettings().prompt
         assert answer.start.transcript == "Wait, tell me about Rome instead." and answer.audio is None
         assert answer.start.history[-1] == Message("assistant", "One.")
         completed = edge.of_type("conversation.item.input_audio_transcription.completed")

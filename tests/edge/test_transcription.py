@@ -62,7 +62,7 @@ async def test_the_model_name_is_accepted_as_given_and_echoed() -> None:
 async def test_without_a_response_the_edge_asks_a_region_for_the_transcript_alone() -> None:
     router = ScriptedRouter(heard("book a table for two"))
     async with SessionHarness(memory_services(router)) as edge:
-        await edge.send(_update(create_response=False, transcription=WHISPER))
+        await edge.send(_update(create_response=False, transcription={**WHISPER, "prompt": "Ms. Nguyen"}))
         item_id = await _speak(edge)
         await edge.wait_for(f"{TRANSCRIPTION}.completed")
         # The item now holds its words: retrieving it shows them.
@@ -70,6 +70,7 @@ async def test_without_a_response_the_edge_asks_a_region_for_the_transcript_alon
 
     (turn,) = router.turns
     assert turn.start.transcribe_only and not turn.start.output_audio and turn.audio
+    assert (turn.start.language, turn.start.prompt) == ("en", "Ms. Nguyen")  # Whisper's, as asked
     assert not edge.of_type("response.created")
     (delta,) = edge.of_type(f"{TRANSCRIPTION}.delta")
     (completed,) = edge.of_type(f"{TRANSCRIPTION}.completed")

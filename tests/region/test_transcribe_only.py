@@ -35,6 +35,21 @@ async def test_a_transcribe_only_turn_runs_stt_and_nothing_else() -> None:
     done = of(TurnDone, sent)[0]
     assert done.status == "completed" and done.transcript == "book a table for two" and done.text == ""
     assert "stt_s" in done.timings
+    assert stt.asked == [("", "", True)]  # the region's language, no prompt, timed segments
+
+
+async def test_the_turns_language_prompt_and_timestamps_go_to_whisper() -> None:
+    stt = FixedTranscript("mm-hm")
+    frames: list[str | bytes] = [
+        start(
+            "t", audio_bytes=len(SECOND), transcribe_only=True, output_audio=False, language="de",
+            prompt="Mm-hm. Yeah.", timestamps=False,
+        ),
+        SECOND,
+    ]  # fmt: skip
+    sent = await run_frames(standin_node(stt=stt), frames, until=TurnDone)
+    assert stt.asked == [("de", "Mm-hm. Yeah.", False)]
+    assert of(Transcript, sent)[0].text == "mm-hm"
 
 
 async def test_a_transcribe_only_turn_after_a_failover_echoes_the_transcript_it_carries() -> None:

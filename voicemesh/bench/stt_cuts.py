@@ -51,6 +51,10 @@ def wer(pairs: list[tuple[str, str]]) -> float:
     return sum(e for e, _ in errors) / max(1, sum(n for _, n in errors))
 
 
+class NoTurn(RuntimeError):
+    """The edge's VAD heard no speech in the audio (it committed no turn)."""
+
+
 class _Committed:
     """The slice of ``Conversation`` that ``InputTurns`` writes a committed turn to."""
 
@@ -94,7 +98,7 @@ async def committed_turn(batcher: VadBatcher, audio16: np.ndarray) -> bytes:
         await turns.append_audio(pcm[i : i + step])
         if committed.audio:
             return committed.audio[0]
-    raise RuntimeError(f"no turn was committed for a {len(audio16) / STT_RATE:.1f} s utterance")
+    raise NoTurn(f"no turn was committed for a {len(audio16) / STT_RATE:.1f} s utterance")
 
 
 async def run_stt_cuts(

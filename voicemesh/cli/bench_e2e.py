@@ -1,6 +1,7 @@
 """``voicemesh bench e2e``: end of speech to first audio, voicemesh vs a stock Pipecat pipeline; and
 ``voicemesh bench tts-contention``: what decoding beside Kokoro costs its first clause; and
-``voicemesh bench stt-cuts``: how the transcript moves with where the edge cuts a turn; and
+``voicemesh bench stt-cuts``: how the transcript moves with where the edge cuts a turn;
+``voicemesh bench backchannel-words``: short speech over an answer, heard as a backchannel or not; and
 ``voicemesh bench stt-window``: Whisper on a shorter encoder window, as accurate or not."""
 
 from __future__ import annotations
@@ -196,6 +197,35 @@ def bench_stt_window(
         )  # fmt: skip
         try:
             click.echo(format_window(await unless_stopped(work, stop)))
+        except Stopped:
+            fail("benchmark interrupted", code=130)
+
+    run_until_signal(main)
+
+
+@bench.command("backchannel-words")
+@click.option("--voices", default=6, show_default=True, type=click.IntRange(1, 6))
+@click.option(
+    "--rounds", default=3, show_default=True, type=click.IntRange(1, 20),
+    help="Hearings of each clip with each prompt (Whisper samples again when it doubts its words).",
+)  # fmt: skip
+@profile_option
+def bench_backchannel_words(voices: int, rounds: int, profile: str | None) -> None:
+    """Short speech over an answer (backchannels, interruptions) through the edge's VAD cut and
+    Whisper, with the backchannel prompt and without: which let the answer go on."""
+    from edge.shared.settings import BackchannelSettings
+    from voicemesh.bench.backchannel_words import format_backchannel_words, run_backchannel_words
+    from voicemesh.profiles import load_profile
+
+    p = load_profile(profile)
+    prompt = BackchannelSettings().prompt
+
+    async def main(stop: asyncio.Event) -> None:
+        work = run_backchannel_words(
+            p.stt, p.edge.vad_model, voices=voices, rounds=rounds, prompt=prompt, report=progress
+        )
+        try:
+            click.echo(format_backchannel_words(await unless_stopped(work, stop)))
         except Stopped:
             fail("benchmark interrupted", code=130)
 
