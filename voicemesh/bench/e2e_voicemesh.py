@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from edge.responses.stages import read_stages
 from edge.shared.settings import EdgeSettings
 from voicemesh.bench.e2e_caller import Speaker, TurnLog
-from voicemesh.bench.e2e_inputs import SYSTEM_PROMPT, E2eOptions, Utterance, caller_order
+from voicemesh.bench.e2e_inputs import PAD_S, SYSTEM_PROMPT, E2eOptions, Utterance, caller_order
 from voicemesh.bench.e2e_report import Sample
 from voicemesh.bench.edge_process import EdgeProcess, Report
 from voicemesh.bench.regions import LocalRegion
@@ -48,11 +48,15 @@ async def _voicemesh_turn(conn: Any, sample: Sample, speaker: Speaker) -> None:
     log = speaker.log
     started: dict[str, float] = {}
     """Speech item id -> when the edge said its speech started (turn clock)."""
+    carried: list[str] = []
+    """Items whose speech started in the turn before and stopped in this one, after its sentence
+    began: a turn left open there (``semantic_vad`` waiting for more after unclear words) that this
+    sentence went on."""
     heard: dict[str, str] = {}
 
     def sentence_items() -> list[str]:
         b = log.backchannel_s
-        return [i for i, at in started.items() if b is None or at < b]
+        return carried + [i for i, at in started.items() if b is None or at < b]
 
     async def listen() -> None:
         async for event in conn:
@@ -66,6 +70,9 @@ async def _voicemesh_turn(conn: Any, sample: Sample, speaker: Speaker) -> None:
                 sample.reply_text += event.delta
             elif kind == "input_audio_buffer.speech_started":
                 started[event.item_id] = log.now()
+            elif kind == "input_audio_buffer.speech_stopped":
+                if event.item_id not in started and log.now() > PAD_S:
+                    carried.append(event.item_id)
             elif kind == "conversation.item.input_audio_transcription.completed":
                 heard[event.item_id] = event.transcript
             elif kind == "response.created":
