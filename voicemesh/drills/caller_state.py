@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from voicemesh.drills.records import Clock, TurnRecord
+
+TOKENS_PER_SENTENCE = 32
+"""A spoken sentence's token budget: room for about twenty words."""
 
 Predicate = Callable[[str, TurnRecord], bool]
 
@@ -66,6 +69,14 @@ class CallerSettings:
     barge-in: the edge cancels it); the interrupted turn counts as barged in, not lost. 0: never."""
     resume: bool = False
     """Reconnect and resume the session when the edge drops it (edge drills), instead of ending."""
+
+    def answering_in(self, sentences: int) -> CallerSettings:
+        """These settings with answers of ``sentences`` sentences asked for, and the tokens for them."""
+        return replace(
+            self,
+            instructions=f"You are a voice assistant. Answer in {sentences} full sentences.",
+            max_output_tokens=max(self.max_output_tokens, TOKENS_PER_SENTENCE * sentences),
+        )
 
 
 @dataclass

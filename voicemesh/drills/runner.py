@@ -163,6 +163,8 @@ async def _drill(
     regions = deployment.regions()
     if scenario.callers_over_capacity is not None:
         callers = sum(r.capacity for r in regions) + scenario.callers_over_capacity
+    if scenario.answer_sentences:
+        caller_settings = caller_settings.answering_in(scenario.answer_sentences)
     if scenario.tool_callers:
         caller_settings = replace(caller_settings, tool_callers=scenario.tool_callers)
     if scenario.barge_in_every:

@@ -36,6 +36,11 @@ class Scenario:
     needs_proxies: bool = False
     callers_over_capacity: int | None = None
     """region-saturated: callers = every region's capacity summed + this (overrides --callers)."""
+    answer_sentences: int = 0
+    """Callers ask for answers of this many sentences (0: one short one): long enough that the fault,
+    fired at an answer's first words, finds its LLM still writing (``llm-crash``: on a loaded machine
+    one short sentence was all written by the time its first words were heard, and the kill hit a
+    model with nothing left to do)."""
     tool_callers: int = 0
     """Callers that call a function every turn (``voicemesh/drills/tool_calls.py``); the report counts
     their calls lost and duplicated."""
@@ -65,6 +70,7 @@ SCENARIOS: dict[str, Scenario] = {
             "SIGKILL the LLM (vLLM) of the region serving an answer, mid-answer (one caller calls a"
             " function every turn); Terraform restarts it, the regions warm it and say ready again",
             crash_llm,
+            answer_sentences=5,
             tool_callers=1,
         ),
         Scenario("region-hang", "SIGSTOP the busiest region mid-answer, SIGCONT after hold_s", hang_region),
