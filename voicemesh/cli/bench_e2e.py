@@ -9,15 +9,32 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import click
 
 from voicemesh.cli.common import bench, fail, profile_option, progress, run_until_signal
 from wire.tasks import Stopped, unless_stopped
 
+T = TypeVar("T")
+
 E2E_MODES = ("server_vad", "smart_turn", "semantic_vad", "vad_only")
 """``voicemesh.bench.e2e_report.MODES``, in the order each pass runs them (not imported from there:
 the CLI imports no bench module until a bench runs)."""
+
+
+def _print_result(work: Callable[[], Coroutine[Any, Any, T]], show: Callable[[T], str]) -> None:
+    """Run a bench's ``work`` until it ends or Ctrl-C (stopped, it leaves nothing behind), then
+    print ``show`` of its result."""
+
+    async def main(stop: asyncio.Event) -> None:
+        try:
+            click.echo(show(await unless_stopped(work(), stop)))
+        except Stopped:
+            fail("benchmark interrupted", code=130)
+
+    run_until_signal(main)
 
 
 def _callers(value: str) -> tuple[int, ...]:
@@ -123,15 +140,9 @@ def bench_tts_contention(llm_url: str, wide: int, rounds: int, profile: str | No
     from voicemesh.profiles import load_profile
 
     p = load_profile(profile)
-
-    async def main(stop: asyncio.Event) -> None:
-        work = run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress)
-        try:
-            click.echo(await unless_stopped(work, stop))
-        except Stopped:
-            fail("benchmark interrupted", code=130)
-
-    run_until_signal(main)
+    _print_result(
+        lambda: run_tts_contention(p.tts, p.llm, llm_url, wide=wide, rounds=rounds, report=progress), str
+    )
 
 
 @bench.command("stt-cuts")
@@ -147,15 +158,12 @@ def bench_stt_cuts(n_utterances: int, shifts: int, profile: str | None) -> None:
     from voicemesh.profiles import load_profile
 
     p = load_profile(profile)
-
-    async def main(stop: asyncio.Event) -> None:
-        work = run_stt_cuts(p.stt, p.edge.vad_model, utterances=n_utterances, shifts=shifts, report=progress)
-        try:
-            click.echo(format_cuts(await unless_stopped(work, stop)))
-        except Stopped:
-            fail("benchmark interrupted", code=130)
-
-    run_until_signal(main)
+    _print_result(
+        lambda: run_stt_cuts(
+            p.stt, p.edge.vad_model, utterances=n_utterances, shifts=shifts, report=progress
+        ),
+        format_cuts,
+    )
 
 
 def _windows(value: str) -> tuple[int, int]:
@@ -189,18 +197,13 @@ def bench_stt_window(
     from voicemesh.profiles import load_profile
 
     p = load_profile(profile)
-
-    async def main(stop: asyncio.Event) -> None:
-        work = run_stt_window(
+    _print_result(
+        lambda: run_stt_window(
             p.stt, p.edge.vad_model, windows=windows, sentences=sentences, voices=voices, shifts=shifts,
             report=progress,
-        )  # fmt: skip
-        try:
-            click.echo(format_window(await unless_stopped(work, stop)))
-        except Stopped:
-            fail("benchmark interrupted", code=130)
-
-    run_until_signal(main)
+        ),
+        format_window,
+    )  # fmt: skip
 
 
 @bench.command("backchannel-words")
@@ -219,14 +222,9 @@ def bench_backchannel_words(voices: int, rounds: int, profile: str | None) -> No
 
     p = load_profile(profile)
     prompt = BackchannelSettings().prompt
-
-    async def main(stop: asyncio.Event) -> None:
-        work = run_backchannel_words(
+    _print_result(
+        lambda: run_backchannel_words(
             p.stt, p.edge.vad_model, voices=voices, rounds=rounds, prompt=prompt, report=progress
-        )
-        try:
-            click.echo(format_backchannel_words(await unless_stopped(work, stop)))
-        except Stopped:
-            fail("benchmark interrupted", code=130)
-
-    run_until_signal(main)
+        ),
+        format_backchannel_words,
+    )
