@@ -17,7 +17,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,7 +198,9 @@ class EdgeFleet:
                 edge.process = None
                 await self.start_edge(edge)
 
-    async def aclose(self) -> None:
+    async def aclose(self, keep_logs_for: Callable[[str], None] | None = None) -> None:
+        """Stop everything; the folder with the edges', Redis's and the balancer's logs goes too,
+        unless ``keep_logs_for`` (a drill that did not pass): then it is kept and its path reported."""
         if self.balancer is not None:
             await self.balancer.stop()
         for edge in self.edges:
@@ -208,9 +210,11 @@ class EdgeFleet:
         if self._redis is not None:
             await stop_async(self._redis, grace_s=5.0)
             self._redis = None
-        if self._dir is not None:
+        if self._dir is not None and keep_logs_for is not None:
+            keep_logs_for(f"the edge fleet's logs are kept in {self._dir}: they say what the edges did")
+        elif self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._dir = None
 
 
 __all__ = ["EdgeFleet", "FleetEdge", "FleetError"]

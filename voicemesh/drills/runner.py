@@ -131,20 +131,21 @@ async def run_drill(
             scenario, deployment, callers=callers, caller_settings=caller_settings, params=params, slo=slo,
             utterances=utterances, report=report, max_duration_s=max_duration_s, on_state=on_state,
         )  # fmt: skip
-    # Edge drills: edges of their own (a shared Redis, a balancer) that the faults may kill, and
-    # callers that resume their sessions when an edge drops them.
-    fleet = deployment.edge_fleet(scenario.edges)
+    # Edge drills: edges of their own (a shared Redis, a balancer), callers that resume when dropped.
+    fleet, passed = deployment.edge_fleet(scenario.edges), False
     await fleet.start(report)
     try:
         deployment = replace(deployment, edge=fleet.target, fleet=fleet)
         await deployment.ensure_up(report)  # the regions (the edges are the fleet's)
-        return await _drill(
+        result = await _drill(
             scenario, deployment, callers=callers,
             caller_settings=replace(caller_settings, resume=True), params=params, slo=slo,
             utterances=utterances, report=report, max_duration_s=max_duration_s, on_state=on_state,
         )  # fmt: skip
+        passed = result.passed
+        return result
     finally:
-        await fleet.aclose()
+        await fleet.aclose(keep_logs_for=None if passed else report)  # (a failed drill's evidence)
 
 
 async def _drill(
