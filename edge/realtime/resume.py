@@ -147,7 +147,7 @@ def continue_answer(snapshot: SessionSnapshot, responses: ResponseLifecycle) -> 
 class SessionKeeper:
     """One connection's background snapshot writer: the heard part of an answer in flight, at most
     every ``interval_s`` and only when it grew; and, as often, whether another connection took
-    the session over (``on_taken_over``)."""
+    the session over (``on_taken_over``) or the store lost the snapshot (then it is written again)."""
 
     def __init__(
         self,
@@ -184,7 +184,14 @@ class SessionKeeper:
                 if heard is not None and heard != self._written:
                     await self._snapshots.save(self._state)  # checks the lease too
                     self._written = heard
-                elif not await self._snapshots.owned_by(self._state.id, self._lease):
+                    continue
+                stored = await self._snapshots.lease_of(self._state.id)
+                if stored is None and await self._snapshots.missing(self._state.id):
+                    # The store lost it (a Redis restarted empty, or its TTL ran out while the
+                    # session waited): written again, or a resume after this edge dies would find
+                    # no session. (Unreadable is another edge version's: left alone.)
+                    await self._snapshots.save(self._state)
+                elif stored is not None and stored not in ("", self._lease):
                     await self._on_taken_over()
                     return
             except Exception:  # a snapshot is best effort: the live session goes on regardless

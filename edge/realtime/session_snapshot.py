@@ -109,7 +109,7 @@ class SessionSnapshots:
         if live is None:
             await self.write(SessionSnapshot(key_hash=key_hash(state.key_id), lease="", state=state))
             return
-        stored = await self._lease(state.id)
+        stored = await self.lease_of(state.id)
         if stored is not None and stored not in ("", live.lease):
             await live.taken_over()
             return
@@ -138,10 +138,10 @@ class SessionSnapshots:
     async def owned_by(self, session_id: str, lease: str) -> bool:
         """Whether ``lease`` still serves the session (``True`` when the store does not know it:
         an expired or unreachable snapshot is no takeover)."""
-        stored = await self._lease(session_id)
+        stored = await self.lease_of(session_id)
         return stored is None or stored in ("", lease)
 
-    async def _lease(self, session_id: str) -> str | None:
+    async def lease_of(self, session_id: str) -> str | None:
         """The stored snapshot's lease; ``None`` when there is no readable snapshot of this version."""
         raw = await self._store.get(self._key(session_id))
         if raw is None:
@@ -168,6 +168,10 @@ class SessionSnapshots:
         if (old := self.live.pop(session_id, None)) is not None:
             await old.taken_over()
         return snapshot
+
+    async def missing(self, session_id: str) -> bool:
+        """Whether the store holds nothing for ``session_id`` (expired, or lost by the store)."""
+        return await self._store.get(self._key(session_id)) is None
 
     async def delete(self, session_id: str) -> None:
         await self._store.delete(self._key(session_id))

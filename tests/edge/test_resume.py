@@ -253,3 +253,26 @@ async def test_snapshots_expire_and_another_version_is_not_resumable(edges: Any)
         async with websockets.connect(f"{a.url}/realtime?session_id={sid}", additional_headers=auth):
             pass
     assert info.value.response.status_code == 404
+
+
+async def test_a_snapshot_the_store_lost_is_written_again_and_the_session_still_resumes(edges: Any) -> None:
+    """A Redis restarted empty loses every snapshot: a session waiting for its next turn writes
+    nothing new of its own, yet must be resumable when its edge dies next (the chaos drill's lost
+    caller). The keeper notices within its interval and writes it again."""
+    a, b = await edges(ScriptedRouter(spoken_reply("Paris.")), ScriptedRouter(spoken_reply("Yes.")))
+    async with connect(a) as conn:
+        sid = session_id(await conn.recv())
+        await ask(conn, "What is the capital of France?")
+        await until(conn, "response.done")
+        snapshots = a.services.sessions
+        await snapshots.delete(sid)  # what a Redis restarted empty does to it
+        assert await snapshots.missing(sid)
+        async with asyncio.timeout(20):
+            while await snapshots.missing(sid):
+                await asyncio.sleep(0.05)
+        snapshot = await snapshots.load_snapshot(sid)
+        assert snapshot is not None and [i["role"] for i in snapshot.items] == ["user", "assistant"]
+    async with connect(b, session_id=sid) as resumed:
+        assert session_id(await resumed.recv()) == sid
+        event, _ = await until(resumed, "voicemesh.session.resumed")
+        assert json.loads(event.model_dump_json())["items"] == 2
