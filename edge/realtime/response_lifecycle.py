@@ -64,7 +64,9 @@ class ResponseLifecycle:
         self.response: Response | None = None
         self.last_response_id: str | None = None
         self.turn_start: TurnStart | None = None
-        """What the response in progress asked the router (a session snapshot keeps it)."""
+        """What the response in progress asked the router, and ``turn`` what it answers (a session
+        snapshot keeps both, the turn's audio until it is transcribed)."""
+        self.turn: UserTurn | None = None
         self._task: asyncio.Task[None] | None = None
         self.speculative: SpeculativeTurn | None = None
         """The turn started at a pause in the user's speech (``speculate``), if one is."""
@@ -146,10 +148,10 @@ class ResponseLifecycle:
         """The audio the router gets with ``turn``: none when its transcript is known."""
         return None if turn.transcript is not None else turn.audio or None
 
-    def continue_turn(self, start: TurnStart) -> None:
-        """Finish an answer another connection (edge) was playing when it went away: ``start`` as
-        that edge sent it, with ``heard_text`` what the client heard; the router and the region
-        continue after it as after a region failover (``edge/realtime/resume.py``)."""
+    def continue_turn(self, start: TurnStart, *, item_id: str | None = None, audio: bytes = b"") -> None:
+        """Finish an answer another edge was playing when it went away (``edge/realtime/resume.py``):
+        ``start`` as it sent it, ``heard_text`` what the client heard, continued as after a region
+        failover; ``audio``: its audio item ``item_id``'s, when the words were not known yet."""
         if self.response is not None:
             raise BadEvent(
                 "a response is already in progress", code="conversation_already_has_active_response"
@@ -157,7 +159,7 @@ class ResponseLifecycle:
         params = response_params(None, self._state, self._deps.settings)
         params = dataclasses.replace(params, output_audio=start.output_audio)
         start = msgspec.structs.replace(start, priority=self._state.priority)  # the key's, now
-        turn = UserTurn(history=list(start.history), text=start.text, transcript=start.transcript)
+        turn = UserTurn(list(start.history), item_id, audio, start.text, start.transcript)
         self._launch(start, params, turn)
 
     def _launch(
@@ -169,7 +171,7 @@ class ResponseLifecycle:
     ) -> None:
         """Start the response; ``early``: the turn already started for it, at a pause."""
         state, deps = self._state, self._deps
-        self.turn_start = start
+        self.turn_start, self.turn = start, turn
         audio = self._audio_of(turn)
         trail = TurnTrail()
         if early is None:

@@ -38,17 +38,21 @@ VENDOR_RESUME_REQUIRED = "voicemesh.session.resume_required"
 
 
 def in_flight(responses: ResponseLifecycle) -> InFlight | None:
-    """The answer being played, with what the client heard of it (``None``: none, or out of band,
-    or its user audio not transcribed yet: there is nothing a region could continue from)."""
-    response, start = responses.response, responses.turn_start
+    """The answer being played, with what the client heard of it (``None``: none, or out of band);
+    with its user audio while that is not transcribed yet (a region hears it again on resume)."""
+    response, start, turn = responses.response, responses.turn_start, responses.turn
     if response is None or start is None or response.params is None or response.params.out_of_band:
         return None
     transcript = start.transcript or response.relay.transcript
-    if start.text is None and not transcript:
+    audio = b"" if transcript or turn is None else turn.audio
+    if start.text is None and not transcript and not audio:
         return None
     new = response.heard.heard_text  # every transcript (or text) delta the client got
     start = msgspec.structs.replace(start, transcript=transcript)
-    return InFlight(item_id=response.frames.item_id, start=start, heard_text=join_text(start.heard_text, new))
+    return InFlight(
+        item_id=response.frames.item_id, start=start, heard_text=join_text(start.heard_text, new),
+        user_item_id=turn.audio_item_id if turn is not None else None, audio=audio,
+    )  # fmt: skip
 
 
 def snapshot_of(
@@ -140,7 +144,7 @@ def continue_answer(snapshot: SessionSnapshot, responses: ResponseLifecycle) -> 
     if flight is None:
         return False
     start = msgspec.structs.replace(flight.start, turn_id=new_id("turn"), heard_text=flight.heard_text)
-    responses.continue_turn(start)
+    responses.continue_turn(start, item_id=flight.user_item_id, audio=flight.audio)
     return True
 
 

@@ -42,6 +42,12 @@ class InFlight(msgspec.Struct, kw_only=True):
     """The turn as the router got it (its ``transcript`` filled in once known)."""
     heard_text: str
     """What the client has heard of the answer so far (``start.heard_text`` included)."""
+    user_item_id: str | None = None
+    """The committed audio item the answer answers, if it answers one."""
+    audio: bytes = b""
+    """That item's audio (16 kHz PCM16) while its transcript is not known yet: a resumed session sends
+    it again, so a turn whose edge died before its words came back is answered, not lost. Empty once
+    the transcript is known (then ``start.transcript`` has it)."""
 
 
 class SessionSnapshot(msgspec.Struct, kw_only=True):

@@ -9,6 +9,7 @@ real ones across two edge processes and Redis).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -24,12 +25,12 @@ from edge.app.services import EdgeServices
 from edge.realtime.session_snapshot import SessionSnapshots
 from edge.shared.settings import EdgeSettings
 from edge.stores.memory import LocalStore
-from edge.testing import Hold, ScriptedRouter, clause, memory_services, spoken_reply
+from edge.testing import Hold, ScriptedRouter, clause, memory_services, silence, spoken_reply, tone
 from router.api import Routed
 from tests.edge.conftest import session_id
 from tests.fixtures.common import free_port
 from voicemesh.realtime import client
-from wire.turn import TextDelta, TurnDone
+from wire.turn import TextDelta, Transcript, TurnDone
 
 KEY, OTHER_KEY = "key-resume-1", "key-resume-2"
 
@@ -268,7 +269,7 @@ async def test_a_snapshot_the_store_lost_is_written_again_and_the_session_still_
         await snapshots.delete(sid)  # what a Redis restarted empty does to it
         assert await snapshots.missing(sid)
         async with asyncio.timeout(20):
-            while await snapshots.missing(sid):
+            while await snapshots.missing(sid):  # noqa: ASYNC110 - a store has no event to wait on
                 await asyncio.sleep(0.05)
         snapshot = await snapshots.load_snapshot(sid)
         assert snapshot is not None and [i["role"] for i in snapshot.items] == ["user", "assistant"]
@@ -276,3 +277,38 @@ async def test_a_snapshot_the_store_lost_is_written_again_and_the_session_still_
         assert session_id(await resumed.recv()) == sid
         event, _ = await until(resumed, "voicemesh.session.resumed")
         assert json.loads(event.model_dump_json())["items"] == 2
+
+
+async def test_a_spoken_turn_whose_edge_went_before_its_words_came_back_is_heard_again(edges: Any) -> None:
+    """The edge goes away after the user's turn was committed and its answer started, but before
+    the region's transcript came: the snapshot written at the turn's end keeps its audio, and the
+    resumed session sends it again (the chaos drill's lost turn). Nothing was heard, so the answer
+    is a whole one, and the item gets its transcript."""
+    region_holds = Hold()
+    answer = [Routed(region="scripted"), Transcript(turn_id="turn", text="what time is it")]
+    a, b = await edges(
+        ScriptedRouter([Routed(region="scripted"), region_holds]),
+        ScriptedRouter([*answer, *spoken_reply("Noon.")[1:]]),
+    )
+    async with connect(a) as conn:
+        sid = session_id(await conn.recv())
+        await conn.input_audio_buffer.append(audio=base64.b64encode(tone(0.4) + silence(0.8)).decode())
+        committed, _ = await until(conn, "input_audio_buffer.committed")
+        await asyncio.wait_for(region_holds.reached.wait(), 10)
+        snapshot = await a.services.sessions.load_snapshot(sid)  # as the turn's end wrote it
+        assert snapshot is not None and snapshot.in_flight is not None
+        assert snapshot.in_flight.user_item_id == committed.item_id
+        assert snapshot.in_flight.audio == a.router.turns[0].audio and snapshot.in_flight.audio
+    async with connect(b, session_id=sid) as conn:
+        await conn.recv()
+        resumed, _ = await until(conn, "voicemesh.session.resumed")
+        assert json.loads(resumed.model_dump_json())["continuing"] is True
+        heard, _ = await until(conn, "conversation.item.input_audio_transcription.completed")
+        assert (heard.item_id, heard.transcript) == (committed.item_id, "what time is it")
+        done, rest = await until(conn, "response.done")
+        assert done.response.status == "completed"
+        said = "".join(e.delta for e in rest if e.type == "response.output_audio_transcript.delta")
+        assert said.strip() == "Noon."
+    (turn,) = b.router.turns
+    assert turn.audio == a.router.turns[0].audio and turn.start.heard_text == ""
+    region_holds.release()
