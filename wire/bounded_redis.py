@@ -3,8 +3,12 @@ to Redis, bounds each call in time, and says what counts as Redis failing.
 
 Every store of the edge and the router's breaker state share one ``BoundedRedis`` (built by the
 edge's composition root, ``edge/app/services.py``; the router also builds its own when run alone).
-Its connections have a connect and a read timeout and redis-py never retries: a dead Redis costs a
-call at most ``timeout_s`` per socket step, and ``call`` bounds the whole call besides. A failure
+Its connections have a connect and a read timeout, and redis-py retries only a dropped connection,
+once, at once: a pooled connection that a restarted Redis closed fails its next command, and that is
+not Redis being down (taken as an outage, it sent the edges' session snapshots to local memory for
+``retry_s``, where an edge killed next lost them: the chaos drill). A dead Redis still costs a call at
+most ``timeout_s`` per socket step (a refused reconnect fails at once), and ``call`` bounds the whole
+call besides. A failure
 is classified once, here: ``FAILURES`` (a redis-py error, a socket error, a timeout) becomes
 ``RedisUnavailable``; anything else is a bug and propagates.
 
@@ -32,6 +36,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
@@ -91,7 +96,8 @@ class Outage:
 
 
 class BoundedRedis:
-    """The process's Redis: connect and read bounded, no retries, one notion of failure."""
+    """The process's Redis: connect and read bounded, a dropped connection retried once, one notion
+    of failure."""
 
     def __init__(self, url: str, *, timeout_s: float = 0.5, bulk_timeout_s: float = 5.0) -> None:
         self.url = url
@@ -107,7 +113,7 @@ class BoundedRedis:
     def _async(self, timeout_s: float) -> aioredis.Redis[bytes]:
         return aioredis.Redis.from_url(
             self.url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-            retry=AsyncRetry(NoBackoff(), 0),
+            retry=AsyncRetry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )  # fmt: skip
 
     @property
@@ -131,7 +137,7 @@ class BoundedRedis:
             if self._sync is None:
                 self._sync = redis.Redis.from_url(
                     self.url, socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-                    retry=Retry(NoBackoff(), 0),
+                    retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
                 )  # fmt: skip
             return self._sync
 

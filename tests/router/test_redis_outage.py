@@ -178,3 +178,21 @@ async def test_edge_keeps_answering_through_a_redis_outage(killable_redis: Killa
             assert store.reachable
         finally:
             await redis.aclose()
+
+
+async def test_a_connection_a_restarted_redis_closed_is_not_an_outage(killable_redis: KillableRedis) -> None:
+    """Pooled connections outlive a Redis restart; the first command on one fails as the server
+    closed it. That is one dropped connection, retried at once on a new one, not Redis being down
+    (taken as an outage, the edges kept their session snapshots in local memory for ``retry_s``,
+    and an edge killed next lost them: the chaos drill). Fails before the fix, passes after."""
+    redis = BoundedRedis(killable_redis.url)
+    try:
+        await redis.call(lambda: redis.client.set(b"x", b"1"))  # a pooled connection in each pool
+        assert redis.call_sync(lambda r: r.set(b"y", b"1"))
+        killable_redis.kill()
+        killable_redis.start()  # empty: nothing survived the crash
+        assert await redis.call(lambda: redis.client.get(b"x")) is None  # answered, on a new connection
+        assert redis.call_sync(lambda r: r.get(b"y")) is None
+        assert redis.last_error == ""
+    finally:
+        await redis.aclose()
