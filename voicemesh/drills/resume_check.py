@@ -15,31 +15,38 @@ from voicemesh.realtime import VENDOR_PREFIX
 
 
 class ResumeCheck:
-    """One resuming caller's bookkeeping of the items it saw, summed into ``CallerState``."""
+    """One resuming caller's bookkeeping of the items it saw, summed into ``CallerState``.
+
+    The edge keeps a session's last items only (twice its history: ``Conversation._trim``), so after
+    many turns the oldest are gone by design before any fault. What a resume must give back is every
+    item seen from the oldest one it replayed on; with none of them replayed, all of them."""
 
     def __init__(self, state: CallerState) -> None:
         self.state = state
-        self._items: set[str] = set()
-        """Ids of the conversation items seen done: what a resume must give back."""
-        self._replayed: set[str] | None = None
-        """While a resumed session replays its items: their ids."""
+        self._items: dict[str, None] = {}
+        """Ids of the conversation items seen done, oldest first: what a resume must give back."""
+        self._replayed: dict[str, None] | None = None
+        """While a resumed session replays its items: their ids, in the conversation's order."""
 
     def on_event(self, event: dict[str, Any], session_id: str) -> None:
         """Session and item bookkeeping of a resuming caller (``session_id``: the one it had so far)."""
         kind = event.get("type")
         if kind == "session.created" and session_id:
-            self._replayed = set()  # a resumed session: its items follow
+            self._replayed = {}  # a resumed session: its items follow
         elif kind == "conversation.item.done":
             item_id = str((event.get("item") or {}).get("id", ""))
             if self._replayed is not None:
-                self._replayed.add(item_id)
+                self._replayed[item_id] = None
             else:
-                self._items.add(item_id)
+                self._items[item_id] = None
         elif kind == VENDOR_PREFIX + "session.resumed" and self._replayed is not None:
+            seen = list(self._items)
+            oldest = next((i for i, item in enumerate(seen) if item in self._replayed), 0)
+            expected = seen[oldest:]
             self.state.resumes += 1
-            self.state.items_known += len(self._items)
-            self.state.items_lost += len(self._items - self._replayed)
-            self._items |= self._replayed
+            self.state.items_known += len(expected)
+            self.state.items_lost += sum(item not in self._replayed for item in expected)
+            self._items.update(self._replayed)
             self._replayed = None
 
 
