@@ -64,9 +64,9 @@ class ResponseLifecycle:
         self.response: Response | None = None
         self.last_response_id: str | None = None
         self.turn_start: TurnStart | None = None
-        """What the response in progress asked the router, and ``turn`` what it answers (a session
-        snapshot keeps both, the turn's audio until it is transcribed)."""
         self.turn: UserTurn | None = None
+        """Of the response in progress, ``turn_start``: what it asked the router; this: what it answers
+        (a snapshot keeps both, the turn's audio until it is transcribed)."""
         self._task: asyncio.Task[None] | None = None
         self.speculative: SpeculativeTurn | None = None
         """The turn started at a pause in the user's speech (``speculate``), if one is."""
@@ -220,8 +220,7 @@ class ResponseLifecycle:
         return True
 
     async def stop_item(self, item_id: str) -> None:
-        """Stop the response playing ``item_id``, if one is (cancel it like ``response.cancel``),
-        and wait for its end: its item then holds what was heard."""
+        """Stop the response playing ``item_id``, if any (as ``response.cancel``); wait for its end."""
         response, task = self.response, self._task
         if response is None or task is None or response.frames.item_id != item_id:
             return
@@ -234,8 +233,7 @@ class ResponseLifecycle:
             self.response.cancel("client_cancelled")
 
     async def clear_audio(self) -> str | None:
-        """``output_audio_buffer.clear``: stop the audio being played (the response in progress, as a
-        cancel does); the id of the response whose audio that was, ``None`` when none ever played."""
+        """``output_audio_buffer.clear``: cancel the response playing; the id of the last, if any."""
         response, task = self.response, self._task
         if response is not None and task is not None:
             response.cancel("client_cancelled")
