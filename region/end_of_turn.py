@@ -78,7 +78,7 @@ class VllmEndOfTurn:
         if not user_text.strip():
             return None
         try:
-            with self.llm.workload.running("llm"):
+            with self.llm.workload.running("end_of_turn"):
                 r = await self.llm.http.post(
                     "/chat/completions", json=request_body(self.llm, start, user_text), timeout=TIMEOUT_S
                 )

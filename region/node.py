@@ -110,6 +110,7 @@ class RegionNode:
             "load": round((a.active + a.queued) / a.capacity, 3),
             "estimated_turn_s": round(a.turn_s, 2),
             "batch": {"running": a.live_first.batch, "max": a.live_first.max_batch},
+            "running": self.stages.workload.counts(),
             "models": {
                 "stt": self.stages.stt.ready,
                 "llm": self.stages.llm.ready,

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Iterator
-from typing import Literal
+from typing import Literal, get_args
 
-Work = Literal["stt", "llm", "tts", "batch"]
+Work = Literal["stt", "llm", "end_of_turn", "tts", "batch"]
+"""``llm``: answers being written; ``end_of_turn``: the one-token end-of-turn question to the same model."""
 
 
 class Workload:
@@ -29,6 +30,10 @@ class Workload:
             yield
         finally:
             self._running[work] -= 1
+
+    def counts(self) -> dict[str, int]:
+        """Running work per stage (the region's ``/health`` ``running``)."""
+        return {work: self._running[work] for work in get_args(Work)}
 
     def idle(self) -> bool:
         """Nothing runs: a stage about to start may take every core."""

@@ -2,12 +2,13 @@
 supervises (`voicemesh up --detach`, no `--llm-url`: two regions share that one vLLM, as
 `voicemesh up` runs them by default).
 
-Two callers speak real speech for three turns each; when the first words of turn 2's answer reach
-a caller, the vLLM serving it is SIGKILLed mid-answer. Both regions lose their model at once: each
-must say so in its `/health` (`llm_down` with the reason), the turn in flight must fail over from
-the region (an `llm_error`, a region error) and be finished by the edge's own voice, no turn may be
-lost and no function call lost or repeated, and once Terraform has restarted vLLM both regions must
-be ready again (the drill waits for it: the fault's end).
+Two callers speak real speech for three turns each; after the first words of turn 2's answer reach
+a caller, the vLLM is SIGKILLed as soon as a region's `/health` says it is writing an answer
+(mid-answer). Both regions lose their model at once: each must say so in its `/health` (`llm_down`
+with the reason), the turn in flight must fail over from the region (an `llm_error`, a region error)
+and be finished by the edge's own voice, no turn may be lost and no function call lost or repeated,
+and once Terraform has restarted vLLM both regions must be ready again (the drill waits for it: the
+fault's end).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ async def test_llm_crash_drill_loses_no_turn_and_recovers(target: Deployment, tm
     assert data["stats"]["lost"] == 0, [t for t in data["turns"] if not t["complete"]]
     [fault] = data["faults"]
     assert fault["kind"] == "SIGKILL LLM" and fault["region"] in regions
+    # Killed while the region's /health said its LLM was writing (not after the answer was all written).
+    detail = fault["detail"]
+    assert "while it wrote for " in detail and f"turn(s) of {fault['region']}" in detail, fault
     assert fault["until"] is not None  # restarted by Terraform, and both regions ready again
     notes = " ".join(data["notes"])
     for region in regions:  # each said why it was not ready

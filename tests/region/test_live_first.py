@@ -299,6 +299,7 @@ async def test_a_batch_turn_never_takes_the_only_live_slot() -> None:
         await hold.reached.wait()
         _, health = node.health()
         assert (health["active"], health["free_slots"], health["batch"]) == (0, 1, {"running": 1, "max": 1})
+        assert health["running"] == {"stt": 0, "llm": 0, "end_of_turn": 0, "tts": 0, "batch": 1}
 
         live.push(start("live", text="Weather?"))
         await until(lambda: bool(of(TurnAdmitted, live.sent) or of(TurnRejected, live.sent)))

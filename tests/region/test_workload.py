@@ -36,6 +36,14 @@ def test_the_workload_is_idle_only_when_no_stage_runs() -> None:
     assert work.idle()
 
 
+def test_counts_name_every_stage_and_what_runs_in_it() -> None:
+    work = Workload()
+    assert work.counts() == {"stt": 0, "llm": 0, "end_of_turn": 0, "tts": 0, "batch": 0}
+    with work.running("llm"), work.running("llm"), work.running("end_of_turn"):
+        assert work.counts() == {"stt": 0, "llm": 2, "end_of_turn": 1, "tts": 0, "batch": 0}
+    assert set(work.counts().values()) == {0}
+
+
 async def test_a_clause_started_alone_runs_wide_and_sounds_the_same(models: dict[str, Path]) -> None:
     kokoro = models["kokoro-int8"]
     settings = TtsSettings(model=str(kokoro / "kokoro.onnx"), voices=str(kokoro / "voices.npz"))

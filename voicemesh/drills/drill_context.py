@@ -13,6 +13,9 @@ from voicemesh.drills.edges import EdgeFleet
 from voicemesh.drills.faults import FaultMark, FaultProxy, Undo
 from voicemesh.drills.records import TurnRecord
 
+WRITING_POLL_S = 0.05
+"""How often ``DrillContext.writing`` asks the regions (loopback; an answer is written in 1-5 s)."""
+
 
 @dataclass(frozen=True)
 class FaultParams:
@@ -86,6 +89,20 @@ class DrillContext:
                 break
             region = await self.busiest(rec)
         return rec, region
+
+    async def writing(self, regions: list[RegionInfo], timeout_s: float) -> tuple[RegionInfo, int] | None:
+        """The first of ``regions`` whose LLM is writing an answer (its ``/health`` ``running.llm``)
+        and how many, polled every ``WRITING_POLL_S``; None if none was within ``timeout_s``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline:
+            healths = await asyncio.gather(*(self.deployment.region_health(r) for r in regions))
+            for region, health in zip(regions, healths, strict=True):
+                running = (health or {}).get("running")
+                if isinstance(running, dict) and (n := int(running.get("llm") or 0)) > 0:
+                    return region, n
+            await asyncio.sleep(WRITING_POLL_S)
+        return None
 
     def fleet(self) -> EdgeFleet:
         if self.deployment.fleet is None:

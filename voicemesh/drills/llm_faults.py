@@ -100,9 +100,10 @@ async def not_ready_reason(ctx: DrillContext, region: RegionInfo, timeout_s: flo
 
 
 async def crash_llm(ctx: DrillContext) -> None:
-    """SIGKILL the LLM of the region serving the moment's turn; restart it; wait for the regions."""
-    rec, region = await ctx.serving_target()
-    url, sharing = await llm_of(ctx, region)
+    """SIGKILL the LLM of the region serving the moment's turn while it writes an answer; restart
+    it; wait for the regions."""
+    rec = await ctx.moment()
+    url, sharing = await llm_of(ctx, await ctx.busiest(rec))
     port = urlsplit(url).port or 80
     pid = listening_pid(port)
     if pid is None:
@@ -115,14 +116,23 @@ async def crash_llm(ctx: DrillContext) -> None:
             " nothing would restart it. Drill a deployment whose LLM Terraform runs: `voicemesh up`"
             " without --llm-url"
         )
+    # By the time an answer's first words are heard, a busy machine's LLM may have written all of
+    # it: the kill waits for the LLM to be writing one (any caller's), so it lands mid-answer.
+    wait_s = ctx.params.retarget_wait_s * ctx.params.retargets
+    found = await ctx.writing(sharing, wait_s)
+    if found is None:
+        region, writing = sharing[0], f"with no answer being written for {wait_s:.0f} s"
+        ctx.notes.append(f"the LLM wrote no answer for {wait_s:.0f} s after the moment: killed idle")
+    else:
+        region, writing = found[0], f"while it wrote for {found[1]} turn(s) of {found[0].id}"
     t0 = time.monotonic()
     killed = kill_tree(pid)
     shared = ", ".join(r.id for r in sharing)
     i = ctx.mark(
         "SIGKILL LLM",
         region.id,
-        f"vLLM {url} pids {killed} (the LLM of {shared}) at caller {rec.caller} turn {rec.turn} "
-        f"{ctx.params.at_moment}",
+        f"vLLM {url} pids {killed} (the LLM of {shared}) after caller {rec.caller} turn {rec.turn} "
+        f"{ctx.params.at_moment}, {writing}",
     )
     ctx.undo.push("restore", lambda: ctx.deployment.restore(ctx.report))
     for r in sharing:
