@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, WebSocketQueueFullError
 from openai.resources.realtime.realtime import AsyncRealtimeConnection, AsyncRealtimeConnectionManager
 from openai.types.websocket_reconnection import ReconnectingEvent, ReconnectingOverrides
 from websockets.exceptions import ConnectionClosed
@@ -138,10 +138,12 @@ async def send_audio(conn: AsyncRealtimeConnection, pcm: bytes, *, resuming: boo
     close (a drain's 1012) and the SDK's reader noticing it is dropped, not raised. The SDK reconnects
     from its reading side only, and queues what is sent once it has begun; a microphone that never
     stops sending would otherwise end the session on a close the reader was about to resume from.
+    A reconnect that takes long (~16 s of audio: the SDK's 1 MB queue) has the SDK discard what no
+    longer fits: dropped too, as a live microphone's audio is while the line is down.
     """
     try:
         await conn.send_raw(append_event(pcm))
-    except ConnectionClosed:
+    except (ConnectionClosed, WebSocketQueueFullError):
         if not resuming:
             raise
 
