@@ -189,13 +189,13 @@ class SessionKeeper:
                     await self._snapshots.save(self._state)  # checks the lease too
                     self._written = heard
                     continue
-                stored = await self._snapshots.lease_of(self._state.id)
-                if stored is None and await self._snapshots.missing(self._state.id):
+                stored = await self._snapshots.stored(self._state.id)
+                if not stored.found:
                     # The store lost it (a Redis restarted empty, or its TTL ran out while the
                     # session waited): written again, or a resume after this edge dies would find
                     # no session. (Unreadable is another edge version's: left alone.)
                     await self._snapshots.save(self._state)
-                elif stored is not None and stored not in ("", self._lease):
+                elif stored.lease is not None and stored.lease not in ("", self._lease):
                     await self._on_taken_over()
                     return
             except Exception:  # a snapshot is best effort: the live session goes on regardless

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -62,6 +63,15 @@ class SessionSnapshot(msgspec.Struct, kw_only=True):
     """Ids of user input items no response has taken yet."""
     in_flight: InFlight | None = None
     saved_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the store holds for a session: ``found`` anything; ``lease``: a readable snapshot's of
+    this version (None: nothing readable, e.g. another edge version's)."""
+
+    found: bool
+    lease: str | None
 
 
 class _Lease(msgspec.Struct):
@@ -149,14 +159,18 @@ class SessionSnapshots:
 
     async def lease_of(self, session_id: str) -> str | None:
         """The stored snapshot's lease; ``None`` when there is no readable snapshot of this version."""
+        return (await self.stored(session_id)).lease
+
+    async def stored(self, session_id: str) -> Stored:
+        """What the store holds for ``session_id``, in one read (the keeper asks every 0.5 s)."""
         raw = await self._store.get(self._key(session_id))
         if raw is None:
-            return None
+            return Stored(found=False, lease=None)
         try:
             head = self._lease_decoder.decode(raw)
         except msgspec.DecodeError:
-            return None
-        return head.lease if head.v == SNAPSHOT_VERSION else None
+            return Stored(found=True, lease=None)
+        return Stored(found=True, lease=head.lease if head.v == SNAPSHOT_VERSION else None)
 
     async def claim(self, session_id: str, key_id: str, lease: str) -> SessionSnapshot:
         """The snapshot of ``session_id`` for a connection of ``key_id``, now served by ``lease``.
@@ -175,12 +189,8 @@ class SessionSnapshots:
             await old.taken_over()
         return snapshot
 
-    async def missing(self, session_id: str) -> bool:
-        """Whether the store holds nothing for ``session_id`` (expired, or lost by the store)."""
-        return await self._store.get(self._key(session_id)) is None
-
     async def delete(self, session_id: str) -> None:
         await self._store.delete(self._key(session_id))
 
 
-__all__ = ["InFlight", "LiveSession", "SessionSnapshot", "SessionSnapshots", "key_hash"]
+__all__ = ["InFlight", "LiveSession", "SessionSnapshot", "SessionSnapshots", "Stored", "key_hash"]
