@@ -10,6 +10,7 @@ puts them.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
@@ -19,6 +20,7 @@ from edge.audio.vad import CHUNK_MS
 from edge.shared.settings import EdgeSettings, VadSettings
 from edge.shared.state import TurnDetection
 from edge.testing import Hold, ScriptedRouter, SessionHarness, memory_services, silence, spoken_reply, tone
+from tests.fixtures.common import in_own_loop
 
 
 def _speculated(outcome: str) -> float:
@@ -134,17 +136,24 @@ async def test_closing_the_session_leaves_nothing_running(called: bool) -> None:
     # early turn's reader and the router's stream end.
     hold = Hold()
     router = ScriptedRouter([hold, *spoken_reply("Never heard.")])
-    before = asyncio.all_tasks()
-    h = SessionHarness(memory_services(router))
-    await h.__aenter__()
-    await h.append_audio(tone(0.6) + silence(0.25))
-    await asyncio.wait_for(hold.reached.wait(), 10)
-    if called:
-        await h.append_audio(silence(0.4))  # the end of the turn: the response takes the early turn
-        assert h.of_type("input_audio_buffer.committed")
-    await h.__aexit__()
+    harnesses: list[SessionHarness] = []
+
+    async def open_and_close() -> set[asyncio.Task[Any]]:
+        before = asyncio.all_tasks()
+        h = SessionHarness(memory_services(router))
+        harnesses.append(h)
+        await h.__aenter__()
+        await h.append_audio(tone(0.6) + silence(0.25))
+        await asyncio.wait_for(hold.reached.wait(), 10)
+        if called:
+            await h.append_audio(silence(0.4))  # the end of the turn: the response takes the early turn
+            assert h.of_type("input_audio_buffer.committed")
+        await h.__aexit__()
+        return asyncio.all_tasks() - before
+
+    assert await in_own_loop(open_and_close) == set()
     assert len(router.turns) == 1 and router.turns[0].closed_early
-    assert asyncio.all_tasks() - before == set()
+    [h] = harnesses
     if not called:
         assert not h.of_type("response.created")
 

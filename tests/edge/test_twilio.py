@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import jwt
@@ -33,7 +34,7 @@ from edge.tenancy.auth import key_id
 from edge.testing import ScriptedRouter, ScriptStep, clause, memory_services, spoken_reply
 from edge.testing.audio import silence, tone
 from router.api import Routed
-from tests.fixtures.common import free_port
+from tests.fixtures.common import free_port, in_own_loop
 from voicemesh.twilio_client import TwilioCall, energy, place_call, sign, to_mulaw
 from wire.audio import CLIENT_RATE, pcm16_to_float
 from wire.turn import TextDelta, TurnDone
@@ -276,13 +277,16 @@ async def test_voice_webhook_answers_twiml_connecting_the_stream() -> None:
 
 
 async def test_no_task_outlives_the_call() -> None:
-    before = {t for t in asyncio.all_tasks()}
-    async with _edge() as (url, services):
-        async with place_call(url, TOKEN) as call:
-            await call.send_mulaw(_speech(), pace=0)
-            await call.wait_until(lambda: _done_marks(call) >= 1)
-        # The socket closed without a `stop` (a dropped call): the edge ends the session all the same.
-        await call.wait_until(lambda: not services.open_sessions and not services.sessions.live)
-    await asyncio.sleep(0.05)
-    leaked = [t for t in asyncio.all_tasks() - before if t is not asyncio.current_task() and not t.done()]
+    async def call_and_hang_up() -> list[asyncio.Task[Any]]:
+        before = asyncio.all_tasks()
+        async with _edge() as (url, services):
+            async with place_call(url, TOKEN) as call:
+                await call.send_mulaw(_speech(), pace=0)
+                await call.wait_until(lambda: _done_marks(call) >= 1)
+            # The socket closed without a `stop` (a dropped call): the edge ends the session all the same.
+            await call.wait_until(lambda: not services.open_sessions and not services.sessions.live)
+        await asyncio.sleep(0.05)
+        return [t for t in asyncio.all_tasks() - before if not t.done()]
+
+    leaked = await in_own_loop(call_and_hang_up)
     assert leaked == [], leaked
