@@ -52,7 +52,7 @@ class EdgeProcess:
             # started from inside another checkout it would run that one's code.
             env["PYTHONPATH"] = str(checkout)
         self.log = Path(tempfile.gettempdir()) / f"voicemesh-bench-edge-{self.port}.log"
-        self.proc = spawn(cmd, log_path=self.log, env=env, cwd=checkout)
+        self.proc = spawn(cmd, log_path=self.log, env=env, cwd=checkout, die_with_parent=True)
         self.url = f"ws://127.0.0.1:{self.port}/v1/realtime?model=bench"
 
     async def ready(self) -> None:

@@ -39,7 +39,7 @@ class LocalRegion:
         # The key set the bench's own router signs with; without one these loopback regions run open.
         keys = os.environ.get(KEYS_ENV)
         cmd += ["--keys", keys] if keys else ["--insecure-no-auth"]
-        self._proc = spawn(cmd, log_path=self._log)
+        self._proc = spawn(cmd, log_path=self._log, die_with_parent=True)  # a killed bench takes it along
         await wait_healthy(
             f"{self.url}/health",
             timeout_s=120,
