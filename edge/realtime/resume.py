@@ -195,7 +195,7 @@ class SessionKeeper:
                     # session waited): written again, or a resume after this edge dies would find
                     # no session. (Unreadable is another edge version's: left alone.)
                     await self._snapshots.save(self._state)
-                elif stored.lease is not None and stored.lease not in ("", self._lease):
+                elif stored.taken_from(self._lease):
                     await self._on_taken_over()
                     return
             except Exception:  # a snapshot is best effort: the live session goes on regardless

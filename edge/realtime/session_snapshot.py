@@ -73,6 +73,11 @@ class Stored:
     found: bool
     lease: str | None
 
+    def taken_from(self, lease: str) -> bool:
+        """Another connection serves the session now (a snapshot nobody claimed, one of another
+        version or none at all is no takeover)."""
+        return self.lease is not None and self.lease not in ("", lease)
+
 
 class _Lease(msgspec.Struct):
     """The part of a snapshot that says who serves the session: all the ownership checks read. Each
@@ -125,8 +130,7 @@ class SessionSnapshots:
         if live is None:
             await self.write(SessionSnapshot(key_hash=key_hash(state.key_id), lease="", state=state))
             return
-        stored = await self.lease_of(state.id)
-        if stored is not None and stored not in ("", live.lease):
+        if (await self.stored(state.id)).taken_from(live.lease):
             await live.taken_over()
             return
         await self.write(live.snapshot())
@@ -150,16 +154,6 @@ class SessionSnapshots:
     async def load(self, session_id: str) -> SessionState | None:
         snapshot = await self.load_snapshot(session_id)
         return None if snapshot is None else snapshot.state
-
-    async def owned_by(self, session_id: str, lease: str) -> bool:
-        """Whether ``lease`` still serves the session (``True`` when the store does not know it:
-        an expired or unreachable snapshot is no takeover)."""
-        stored = await self.lease_of(session_id)
-        return stored is None or stored in ("", lease)
-
-    async def lease_of(self, session_id: str) -> str | None:
-        """The stored snapshot's lease; ``None`` when there is no readable snapshot of this version."""
-        return (await self.stored(session_id)).lease
 
     async def stored(self, session_id: str) -> Stored:
         """What the store holds for ``session_id``, in one read (the keeper asks every 0.5 s)."""

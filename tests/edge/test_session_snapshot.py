@@ -33,14 +33,16 @@ async def test_the_lease_of_a_long_conversation_is_read_as_the_whole_snapshot_sa
     sid = mine.state.id
     whole = await snapshots.load_snapshot(sid)
     assert whole is not None and whole.lease == "lease-a" and len(whole.items) == 40
-    assert await snapshots.owned_by(sid, "lease-a")
-    assert not await snapshots.owned_by(sid, "lease-b")  # taken over
+    assert not (await snapshots.stored(sid)).taken_from("lease-a")
+    assert (await snapshots.stored(sid)).taken_from("lease-b")  # taken over
 
     unclaimed = _snapshot("")
     await snapshots.write(unclaimed)
-    assert await snapshots.owned_by(unclaimed.state.id, "lease-b")  # nobody serves it yet
+    assert not (await snapshots.stored(unclaimed.state.id)).taken_from("lease-b")  # nobody serves it yet
 
-    assert await snapshots.owned_by("sess_unknown", "lease-b")  # expired or never written: no takeover
+    assert not (await snapshots.stored("sess_unknown")).taken_from(
+        "lease-b"
+    )  # expired or never written: no takeover
 
 
 async def test_a_snapshot_of_another_version_or_unreadable_is_no_takeover() -> None:
@@ -50,7 +52,7 @@ async def test_a_snapshot_of_another_version_or_unreadable_is_no_takeover() -> N
     other.v = SNAPSHOT_VERSION + 1
     await store.set(f"session:{other.state.id}", msgspec.msgpack.encode(other))
     assert await snapshots.load_snapshot(other.state.id) is None
-    assert await snapshots.owned_by(other.state.id, "lease-a")
+    assert not (await snapshots.stored(other.state.id)).taken_from("lease-a")
 
     await store.set("session:sess_garbage", b"\xc1not msgpack")
-    assert await snapshots.owned_by("sess_garbage", "lease-a")
+    assert not (await snapshots.stored("sess_garbage")).taken_from("lease-a")

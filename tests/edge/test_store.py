@@ -31,7 +31,9 @@ async def test_a_snapshot_written_through_one_edge_is_claimed_through_another(re
             await reader.claim("sess_redis", "another-key", lease="l2")  # another key's session
         claimed = await reader.claim("sess_redis", "k", lease="l2")
         assert claimed.state == state
-        assert not await writer.owned_by("sess_redis", "l1") and await writer.owned_by("sess_redis", "l2")
+        assert (await writer.stored("sess_redis")).taken_from("l1") and not (
+            await writer.stored("sess_redis")
+        ).taken_from("l2")
         await writer.delete("sess_redis")
         assert await reader.load("sess_redis") is None
     finally:
